@@ -27,7 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+        try:
+            module = importlib.import_module(f"{__name__}.{info.name}")
+        except Exception as exc:  # one broken command must not take every other command down
+            print(f"tether: warning: command module {info.name!r} failed to load: {exc}", file=sys.stderr)
+            continue
         module.register(subparsers)
     return parser
 

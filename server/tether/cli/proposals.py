@@ -21,7 +21,9 @@ def register(subparsers: Any) -> None:
     for name, verb in (("accept", "apply"), ("reject", "discard")):
         parser = subparsers.add_parser(name, help=f"{verb} a proposal, or some of its hunks")
         parser.add_argument("id", metavar="ID")
-        parser.add_argument("--hunks", default=None, metavar="N,M", help="1-based hunk numbers (default: all)")
+        parser.add_argument(
+            "--hunks", default=None, metavar="N,M", help="1-based hunk numbers (default: all)"
+        )
         parser.add_argument("--json", action="store_true")
         add_workspace_arg(parser)
         parser.set_defaults(handler=_decide, verb=name)

@@ -19,7 +19,9 @@ def register(subparsers: Any) -> None:
         "Exit 0 when the tool succeeded or produced a proposal, 1 otherwise.",
     )
     parser.add_argument("name", metavar="NAME")
-    parser.add_argument("--input", required=True, metavar="JSON", help="the tool input, a JSON object ('-' reads stdin)")
+    parser.add_argument(
+        "--input", required=True, metavar="JSON", help="the tool input, a JSON object ('-' reads stdin)"
+    )
     add_workspace_arg(parser)
     add_permissions_arg(parser)
     parser.set_defaults(handler=_run)

@@ -395,7 +395,9 @@ def _hooks(table: _Reader, key: str) -> tuple[Hook, ...]:
         command = hr.strings("command")
         if not command:
             raise ConfigError(f"{hr.where}: `command` must not be empty")
-        timeout = hr.number("timeout", minimum=0.1, maximum=MAX_COMMAND_TIMEOUT) if hr.has("timeout") else 10.0
+        timeout = (
+            hr.number("timeout", minimum=0.1, maximum=MAX_COMMAND_TIMEOUT) if hr.has("timeout") else 10.0
+        )
         tools = hr.strings("tools") if hr.has("tools") else ()
         hr.finish()
         parsed.append(Hook(command=command, timeout=timeout, tools=tools))

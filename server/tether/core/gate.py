@@ -87,6 +87,16 @@ class GateResult:
         }
 
 
+@dataclass
+class _CallRecord:
+    """What the audit entry needs to know about a call besides its result."""
+
+    args: Any
+    started: float
+    source: str
+    conversation_id: str | None
+
+
 def _error_result(tool: str, message: str, **extra: Any) -> GateResult:
     return GateResult(
         tool=tool,
@@ -196,7 +206,7 @@ class Gate:
         cancel: threading.Event | None = None,
     ) -> GateResult:
         """Decide and run one tool call. Never raises for anything the caller sent."""
-        started = time.monotonic()
+        record = _CallRecord(args, time.monotonic(), source, conversation_id)
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             result = _error_result(
@@ -204,13 +214,14 @@ class Gate:
                 f"unknown tool {name!r}; available tools: {', '.join(self.tool_names())}",
                 available_tools=self.tool_names(),
             )
-            return self._finish(result, args, started, source, conversation_id, sandbox=None)
+            return self._finish(result, record)
         if not isinstance(args, Mapping):
             result = _error_result(name, f"tool input must be a JSON object, not {type(args).__name__}")
-            return self._finish(result, args, started, source, conversation_id, sandbox=None)
+            return self._finish(result, record)
         too_big = _oversized(args)
         if too_big:
-            return self._finish(_error_result(name, too_big), {}, started, source, conversation_id, None)
+            record.args = {"oversized": True}
+            return self._finish(_error_result(name, too_big), record)
 
         ctx = ToolContext(
             workspace=self.workspace,
@@ -221,20 +232,18 @@ class Gate:
             cancel=cancel if cancel is not None else threading.Event(),
         )
         try:
-            return self._call(tool, ctx, args, started, source, conversation_id)
+            return self._call(tool, ctx, args, record)
         except Exception as exc:  # a bug in a tool must not take the session down
             log.error("tool %s crashed: %s\n%s", name, exc, traceback.format_exc())
             result = _error_result(name, f"internal error in {name}: {exc.__class__.__name__}: {exc}")
-            return self._finish(result, args, started, source, conversation_id, sandbox=None)
+            return self._finish(result, record)
 
     def _call(
         self,
         tool: Tool,
         ctx: ToolContext,
         args: Mapping[str, Any],
-        started: float,
-        source: str,
-        conversation_id: str | None,
+        record: _CallRecord,
     ) -> GateResult:
         name = tool.spec.name
         try:
@@ -250,9 +259,9 @@ class Gate:
                 text=_denial_text(payload),
                 decision=decision,
             )
-            return self._finish(result, args, started, source, conversation_id, sandbox=None, state="denied")
+            return self._finish(result, record, state="denied")
         except (ToolInputError, TetherError) as exc:
-            return self._finish(_error_result(name, str(exc)), args, started, source, conversation_id, None)
+            return self._finish(_error_result(name, str(exc)), record)
 
         decision = _decision_json(prepared.decision, decided_by="policy")
         if not self._granted(prepared.permission):
@@ -260,15 +269,18 @@ class Gate:
             if decision is not None:
                 decision = {**decision, "decidedBy": "mode"}
             result = _from_outcome(name, outcome, dry_run=True, decision=decision)
-            return self._finish(
-                result, args, started, source, conversation_id, sandbox=outcome.sandbox, state="dry_run"
-            )
+            return self._finish(result, record, sandbox=outcome.sandbox, state="dry_run")
 
         veto = self._run_hooks("pre", name, args)
         if veto is not None:
             result = _error_result(name, veto)
-            result.decision = {"allowed": False, "rule": "hook.pre_tool_use", "reason": veto, "decidedBy": "hook"}
-            return self._finish(result, args, started, source, conversation_id, sandbox=None, state="denied")
+            result.decision = {
+                "allowed": False,
+                "rule": "hook.pre_tool_use",
+                "reason": veto,
+                "decidedBy": "hook",
+            }
+            return self._finish(result, record, state="denied")
 
         checkpoint: Checkpoint | None = None
         warnings: list[str] = []
@@ -282,7 +294,7 @@ class Gate:
                     "Resolve the repository state, or set `git_enabled = false` in the user config "
                     "to run without rollback."
                 )
-                return self._finish(_error_result(name, message), args, started, source, conversation_id, None)
+                return self._finish(_error_result(name, message), record)
 
         outcome = prepared.execute()
         post_veto = self._run_hooks("post", name, {"input": dict(args), "result": outcome.result})
@@ -292,9 +304,7 @@ class Gate:
         result.checkpoint = checkpoint.id if checkpoint is not None else None
         result.warnings = warnings + result.warnings
         state = "executed" if outcome.ok else "failed"
-        return self._finish(
-            result, args, started, source, conversation_id, sandbox=outcome.sandbox, state=state
-        )
+        return self._finish(result, record, sandbox=outcome.sandbox, state=state)
 
     def _granted(self, needed: Permission) -> bool:
         # Running an allowed command already implies reading: `cat` is a read-mode command.
@@ -316,8 +326,12 @@ class Gate:
         from tether.core.fsutil import atomic_write_text
         from tether.core.policy import check_path
 
-        started = time.monotonic()
-        args = {"id": proposal_id, "hunks": list(hunks) if hunks is not None else None}
+        record = _CallRecord(
+            {"id": proposal_id, "hunks": list(hunks) if hunks is not None else None},
+            time.monotonic(),
+            source,
+            None,
+        )
         try:
             proposal = self.proposals.get(proposal_id)
             check = check_path(proposal.path, self.workspace, write=True, settings=self.config.policy)
@@ -344,51 +358,70 @@ class Gate:
         except (TetherError, OSError) as exc:
             state = "stale" if isinstance(exc, ProposalStale) else "failed"
             message = str(exc) if isinstance(exc, TetherError) else f"cannot write the file: {exc}"
-            return self._finish(_error_result("accept", message), args, started, source, None, None, state=state)
+            return self._finish(_error_result("accept", message), record, state=state)
         result = GateResult(
             tool="accept",
             ok=True,
             dry_run=False,
             result={"ok": True, "applied": list(plan.indices), "path": updated.path, "state": updated.state},
             text=f"Applied hunk(s) {', '.join(map(str, plan.indices))} of {updated.path}",
-            decision={"allowed": True, "rule": "user.accept", "reason": "accepted by the user", "decidedBy": "user"},
+            decision={
+                "allowed": True,
+                "rule": "user.accept",
+                "reason": "accepted by the user",
+                "decidedBy": "user",
+            },
             checkpoint=checkpoint.id if checkpoint is not None else None,
             proposal=updated,
             warnings=warnings,
         )
-        return self._finish(result, args, started, source, None, None, state=updated.state)
+        return self._finish(result, record, state=updated.state)
 
-    def reject(self, proposal_id: str, hunks: Sequence[int] | None = None, *, source: str = "cli") -> GateResult:
-        started = time.monotonic()
-        args = {"id": proposal_id, "hunks": list(hunks) if hunks is not None else None}
+    def reject(
+        self, proposal_id: str, hunks: Sequence[int] | None = None, *, source: str = "cli"
+    ) -> GateResult:
+        record = _CallRecord(
+            {"id": proposal_id, "hunks": list(hunks) if hunks is not None else None},
+            time.monotonic(),
+            source,
+            None,
+        )
         try:
             proposal = self.proposals.get(proposal_id)
-            indices = list(hunks) if hunks is not None else [h.index for h in proposal.hunks if h.state == "pending"]
+            indices = (
+                list(hunks)
+                if hunks is not None
+                else [h.index for h in proposal.hunks if h.state == "pending"]
+            )
             updated = self.proposals.mark(proposal_id, accepted=(), rejected=indices)
         except TetherError as exc:
-            return self._finish(_error_result("reject", str(exc)), args, started, source, None, None)
+            return self._finish(_error_result("reject", str(exc)), record)
         result = GateResult(
             tool="reject",
             ok=True,
             dry_run=False,
             result={"ok": True, "rejected": indices, "path": updated.path, "state": updated.state},
             text=f"Rejected hunk(s) {', '.join(map(str, indices))} of {updated.path}",
-            decision={"allowed": True, "rule": "user.reject", "reason": "rejected by the user", "decidedBy": "user"},
+            decision={
+                "allowed": True,
+                "rule": "user.reject",
+                "reason": "rejected by the user",
+                "decidedBy": "user",
+            },
             proposal=updated,
         )
-        return self._finish(result, args, started, source, None, None, state=updated.state)
+        return self._finish(result, record, state=updated.state)
 
     # --- checkpoints ---------------------------------------------------------------------------
 
     def checkpoint(self, message: str | None = None, *, source: str = "cli") -> GateResult:
-        started = time.monotonic()
-        args = {"message": message}
+        record = _CallRecord({"message": message}, time.monotonic(), source, None)
         try:
             store = self._checkpoint_store()
             with self._checkpoint_lock:
                 cp = store.create("checkpoint", message=message)
         except TetherError as exc:
-            return self._finish(_error_result("checkpoint", str(exc)), args, started, source, None, None)
+            return self._finish(_error_result("checkpoint", str(exc)), record)
         result = GateResult(
             tool="checkpoint",
             ok=True,
@@ -398,7 +431,7 @@ class Gate:
             checkpoint=cp.id,
             warnings=list(cp.warnings),
         )
-        return self._finish(result, args, started, source, None, None)
+        return self._finish(result, record)
 
     def rollback(
         self,
@@ -409,8 +442,7 @@ class Gate:
         source: str = "cli",
     ) -> GateResult:
         """Restore the tree as it was before a checkpoint; checkpoints the present first (undoable)."""
-        started = time.monotonic()
-        args = {"steps": steps, "to": to, "dry_run": dry_run}
+        record = _CallRecord({"steps": steps, "to": to, "dry_run": dry_run}, time.monotonic(), source, None)
         try:
             store = self._checkpoint_store()
             with self._checkpoint_lock:
@@ -420,7 +452,7 @@ class Gate:
                 else:
                     plan, before = store.rollback(steps=steps, to=to)
         except TetherError as exc:
-            return self._finish(_error_result("rollback", str(exc)), args, started, source, None, None)
+            return self._finish(_error_result("rollback", str(exc)), record)
         payload = {
             "ok": True,
             "target": plan.target.id,
@@ -440,10 +472,15 @@ class Gate:
             dry_run=dry_run,
             result=payload,
             text=text,
-            decision={"allowed": True, "rule": "user.rollback", "reason": "requested by the user", "decidedBy": "user"},
+            decision={
+                "allowed": True,
+                "rule": "user.rollback",
+                "reason": "requested by the user",
+                "decidedBy": "user",
+            },
             checkpoint=before.id if before is not None else None,
         )
-        return self._finish(result, args, started, source, None, None, state="dry_run" if dry_run else "rolled_back")
+        return self._finish(result, record, state="dry_run" if dry_run else "rolled_back")
 
     def _checkpoint_store(self) -> Checkpoints:
         if self._checkpoints is None:
@@ -479,24 +516,29 @@ class Gate:
             return None
         from tether.core.hooks import run_hooks
 
-        return run_hooks(hooks, phase=phase, tool=tool, payload=payload, workspace=self.workspace, runner=self._runner_or_raise)
+        return run_hooks(
+            hooks,
+            phase=phase,
+            tool=tool,
+            payload=payload,
+            workspace=self.workspace,
+            runner=self._runner_or_raise,
+        )
 
     # --- audit and events ----------------------------------------------------------------------
 
     def _finish(
         self,
         result: GateResult,
-        args: Any,
-        started: float,
-        source: str,
-        conversation_id: str | None,
-        sandbox: str | None,
+        record: _CallRecord,
         *,
+        sandbox: str | None = None,
         state: str | None = None,
     ) -> GateResult:
         from tether.core.audit import make_entry
 
-        result.duration_ms = int((time.monotonic() - started) * 1000)
+        args = record.args
+        result.duration_ms = int((time.monotonic() - record.started) * 1000)
         entry = make_entry(
             tool=result.tool,
             input=args if isinstance(args, Mapping) else {"raw": repr(args)[:2000]},
@@ -504,13 +546,13 @@ class Gate:
             success=result.ok,
             dry_run=result.dry_run,
             duration_ms=result.duration_ms,
-            conversation_id=conversation_id,
+            conversation_id=record.conversation_id,
             git_commit=result.checkpoint,
             error=result.result.get("error") if not result.ok else None,
             decision=result.decision,
             sandbox=sandbox,
         )
-        entry["source"] = source
+        entry["source"] = record.source
         warning = self.audit.append(entry)
         if warning:
             result.warnings.append(warning)
@@ -534,7 +576,9 @@ class Gate:
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def _from_outcome(name: str, outcome: ToolOutcome, *, dry_run: bool, decision: dict[str, Any] | None) -> GateResult:
+def _from_outcome(
+    name: str, outcome: ToolOutcome, *, dry_run: bool, decision: dict[str, Any] | None
+) -> GateResult:
     result = dict(outcome.result)
     if outcome.error is not None:
         result.setdefault("error", outcome.error)
@@ -550,7 +594,9 @@ def _from_outcome(name: str, outcome: ToolOutcome, *, dry_run: bool, decision: d
     )
 
 
-def _decision_json(decision: Any, *, decided_by: str, fallback_reason: str | None = None) -> dict[str, Any] | None:
+def _decision_json(
+    decision: Any, *, decided_by: str, fallback_reason: str | None = None
+) -> dict[str, Any] | None:
     if decision is None:
         if fallback_reason is None:
             return None
