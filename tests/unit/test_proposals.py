@@ -67,7 +67,7 @@ def test_partial_accept_then_the_rest(ws: Path) -> None:
     store = ProposalStore(ws)
     p = store.create("src/app.py", BASE, NEW, "r")
     plan = store.plan_accept(p.id, [2], read_current_text(ws, "src/app.py"))
-    assert plan.hunks == (2,)
+    assert plan.indices == (2,)
     assert not plan.rebased
     assert [e.index for e in plan.edits] == [2]
     assert plan.edits[0].new_text == "LINE 20\nline 20b\n"
@@ -79,7 +79,7 @@ def test_partial_accept_then_the_rest(ws: Path) -> None:
     assert after.to_json(ws)["hunks"][1]["range"]["start"]["line"] == 19
 
     plan = store.plan_accept(p.id, None, read_current_text(ws, "src/app.py"))
-    assert plan.hunks == (1,)
+    assert plan.indices == (1,)
     assert plan.rebased
     final = store.apply(plan)
     assert final.state == "accepted"
@@ -129,6 +129,26 @@ def test_conflicting_change_marks_stale_and_writes_nothing(ws: Path) -> None:
     # The non-conflicting hunk alone still applies.
     store.apply(store.plan_accept(p.id, [1], changed))
     assert store.get(p.id).state == "partially_accepted"
+
+
+def test_plan_accept_accepts_raw_text_with_bom(ws: Path) -> None:
+    target = ws / "src" / "app.py"
+    target.write_bytes(b"\xef\xbb\xbf" + BASE.encode())
+    store = ProposalStore(ws)
+    p = store.create("src/app.py", BASE, NEW, "r")
+    raw = target.read_bytes().decode("utf-8")  # a caller that did not strip the BOM
+    plan = store.plan_accept(p.id, None, raw)
+    assert plan.new_content == "\ufeff" + NEW
+    assert [h.index for h in plan.hunks] == [1, 2]
+    store.apply(plan)
+    assert target.read_bytes() == b"\xef\xbb\xbf" + NEW.encode()
+
+
+def test_mark_stale_twice_keeps_the_first_reason(ws: Path) -> None:
+    store = ProposalStore(ws)
+    p = store.create("src/app.py", BASE, NEW, "r")
+    store.mark_stale(p.id, "first reason")
+    assert store.mark_stale(p.id).outcome.stale_reason == "first reason"
 
 
 def test_apply_refuses_if_disk_changed_after_planning(ws: Path) -> None:

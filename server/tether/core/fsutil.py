@@ -234,6 +234,33 @@ def atomic_write(
     _fsync_dir(directory)
 
 
+def atomic_write_text(
+    path: Path,
+    text: str,
+    *,
+    workspace: Path,
+    display: str | None = None,
+    exclusive: bool = False,
+) -> None:
+    """Write text as UTF-8, keeping the existing file's BOM (a BOM already in `text` is not doubled)."""
+    bom = text.startswith(BOM)
+    if bom:
+        text = text[1:]
+    else:
+        try:
+            with open(safe_target(path, workspace, display or path.name), "rb") as handle:
+                bom = handle.read(3) == BOM.encode("utf-8")
+        except OSError:
+            bom = False
+    atomic_write(
+        path,
+        encode_text(text, bom=bom),
+        workspace,
+        display=display or path.name,
+        exclusive=exclusive,
+    )
+
+
 def _exclusive_create(target: Path, data: bytes, mode: int) -> None:
     """O_EXCL create for filesystems without hard links (not atomic for readers, still race-free)."""
     try:

@@ -302,7 +302,8 @@ class AcceptPlan:
 
     proposal_id: str
     path: str
-    hunks: tuple[int, ...]
+    indices: tuple[int, ...]
+    hunks: tuple[Hunk, ...]
     current_hash: str
     current_content: str
     new_content: str
@@ -410,6 +411,9 @@ class ProposalStore:
         proposal = self.get(proposal_id)
         selected = self._selection(proposal, hunks)
         parsed = [proposal.hunk(i).parsed() for i in selected]
+        bom = current.startswith(fsutil.BOM)  # raw file text; proposals never contain the BOM
+        if bom:
+            current = current[1:]
         lines = difflib_.split_lines(current)
         try:
             positions = difflib_.locate(lines, parsed)
@@ -436,10 +440,11 @@ class ProposalStore:
         return AcceptPlan(
             proposal_id=proposal_id,
             path=proposal.path,
-            hunks=tuple(selected),
+            indices=tuple(selected),
+            hunks=tuple(proposal.hunk(i) for i in selected),
             current_hash=difflib_.content_hash(current),
-            current_content=current,
-            new_content=new_content,
+            current_content=(fsutil.BOM if bom else "") + current,
+            new_content=(fsutil.BOM if bom else "") + new_content,
             rebased=difflib_.content_hash(current) != proposal.base_hash,
             edits=edits,
         )
@@ -460,13 +465,8 @@ class ProposalStore:
             )
         if not target.parent.is_dir():
             target.parent.mkdir(parents=True, exist_ok=True)
-        fsutil.atomic_write(
-            target,
-            fsutil.encode_text(plan.new_content, bom=on_disk.bom),
-            self.workspace,
-            display=plan.path,
-        )
-        return self.mark(plan.proposal_id, accepted=plan.hunks, rejected=())
+        fsutil.atomic_write_text(target, plan.new_content, workspace=self.workspace, display=plan.path)
+        return self.mark(plan.proposal_id, accepted=plan.indices, rejected=())
 
     def mark(
         self,
@@ -512,11 +512,16 @@ class ProposalStore:
         proposal = self.get(proposal_id)
         return self.mark(proposal_id, accepted=(), rejected=self._selection(proposal, hunks))
 
-    def mark_stale(self, proposal_id: str, reason: str) -> Proposal:
+    def mark_stale(self, proposal_id: str, reason: str | None = None) -> Proposal:
+        """Mark stale (plan_accept already does this; calling again keeps the first reason)."""
         proposal = self.get(proposal_id)
+        if proposal.state == "stale" and reason is None:
+            return proposal
         proposal.state = "stale"
-        proposal.outcome.stale_reason = reason
-        proposal.outcome.events.append({"time": _now(), "action": "stale", "reason": reason})
+        proposal.outcome.stale_reason = reason or proposal.outcome.stale_reason or "the file changed"
+        proposal.outcome.events.append(
+            {"time": _now(), "action": "stale", "reason": proposal.outcome.stale_reason}
+        )
         self.save(proposal)
         return proposal
 
