@@ -1,0 +1,224 @@
+/**
+ * Start, stop and talk to `tether serve`.
+ *
+ * Why restarts are serialized: a settings change, a new API key and the Restart command can arrive
+ * together; starting two servers on one workspace would race on its checkpoints. Like ruff-vscode,
+ * at most one restart runs and at most one more is queued behind it.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import {
+  CloseAction,
+  ErrorAction,
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  ResponseError,
+  RevealOutputChannelOn,
+  type ServerOptions,
+  State,
+  TransportKind,
+} from "vscode-languageclient/node";
+import { API_KEY_ENV, API_KEY_SECRET, CLIENT_ID, COMMANDS, CONFIG_SECTION, EXTENSION_NAME } from "./constants";
+import { createLog, logError, logInfo, logWarn } from "./log";
+import type { ServerCommand, StatusResult, TetherEvent } from "./protocol";
+import { initializationOptions, resolveServerCommand, resolveSettings, serverEnvironment } from "./settings";
+import type { StatusItem } from "./status";
+
+/** Raised when a command is used while the server cannot answer; the message says what to do. */
+export class ServerUnavailable extends Error {}
+
+/** A server command answered with an error (e.g. InvalidParams, a stale proposal). */
+export class CommandFailed extends Error {
+  constructor(
+    readonly command: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** `which`: the absolute path of an executable on PATH, or null. */
+export function which(name: string, searchPath = process.env.PATH ?? ""): string | null {
+  for (const dir of searchPath.split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here; keep looking
+    }
+  }
+  return null;
+}
+
+export class TetherServer implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private restartPromise: Promise<void> | undefined;
+  private restartQueued = false;
+  private failure: string | undefined;
+  private readonly events = new vscode.EventEmitter<TetherEvent>();
+  private readonly disposables: vscode.Disposable[] = [];
+  /** Permissions chosen with Set Permission Mode; survive restarts, not reloads. */
+  sessionPermissions: string | undefined;
+
+  /** Fired on every `tether/event` notification (tool calls, proposal changes, rollbacks). */
+  readonly onEvent = this.events.event;
+
+  constructor(
+    private readonly secrets: vscode.SecretStorage,
+    private readonly status: StatusItem,
+  ) {}
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  /** Restart (or first start), serialized: at most one in flight and one queued. */
+  async restart(): Promise<void> {
+    if (this.restartPromise) {
+      this.restartQueued = true;
+      return this.restartPromise;
+    }
+    this.restartPromise = (async () => {
+      do {
+        this.restartQueued = false;
+        await this.stop();
+        await this.start();
+      } while (this.restartQueued);
+    })().finally(() => {
+      this.restartPromise = undefined;
+    });
+    return this.restartPromise;
+  }
+
+  private async start(): Promise<void> {
+    this.failure = undefined;
+    if (!vscode.workspace.isTrusted) {
+      this.failure = "Tether is off in Restricted Mode: it starts a program that runs commands in this workspace. Trust the workspace to use it.";
+      this.status.off(this.failure, "workbench.trust.manage");
+      logWarn(this.failure);
+      return;
+    }
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!folder || folder.uri.scheme !== "file") {
+      this.failure = "Tether needs a folder on disk: open one (File → Open Folder).";
+      this.status.off(this.failure);
+      return;
+    }
+    const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
+    const { settings, problems } = resolveSettings(config);
+    for (const problem of problems) {
+      logWarn(problem);
+      void vscode.window.showWarningMessage(`Tether: ${problem}`);
+    }
+    const line = resolveServerCommand(settings, (name) => which(name));
+    const apiKey = (await this.secrets.get(API_KEY_SECRET)) ?? process.env[API_KEY_ENV];
+    const serverOptions: ServerOptions = {
+      command: line.command,
+      args: line.args,
+      transport: TransportKind.stdio,
+      options: { cwd: folder.uri.fsPath, env: serverEnvironment(process.env, apiKey) },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file" }],
+      workspaceFolder: folder,
+      outputChannel: createLog(),
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: initializationOptions(settings, this.sessionPermissions),
+      initializationFailedHandler: () => false,
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue, handled: true }),
+        closed: () => {
+          this.fail(`${EXTENSION_NAME}'s server stopped unexpectedly.`);
+          return { action: CloseAction.DoNotRestart, handled: true };
+        },
+      },
+    };
+    logInfo(`starting: ${line.command} ${line.args.join(" ")} (from ${line.origin}) in ${folder.uri.fsPath}`);
+    this.status.busy("starting…");
+    const client = new LanguageClient(CLIENT_ID, EXTENSION_NAME, serverOptions, clientOptions);
+    this.client = client;
+    client.onNotification("tether/event", (event: TetherEvent) => {
+      this.events.fire(event);
+    });
+    try {
+      await client.start();
+    } catch (error) {
+      const hint =
+        line.origin === "tether.server.path"
+          ? `Check the user setting tether.server.path (${line.command}).`
+          : `Install Tether (pip install tether) or set tether.server.path in your user settings (tried ${line.command} ${line.args.join(" ")}).`;
+      this.fail(`Tether's server failed to start: ${(error as Error).message}. ${hint}`);
+      this.client = undefined;
+      await client.dispose().catch(() => undefined);
+      return;
+    }
+    logInfo("server running");
+    await this.refreshStatus();
+  }
+
+  private fail(message: string): void {
+    if (this.failure === message) return;
+    this.failure = message;
+    logError(message);
+    this.status.error(message);
+    void vscode.window.showErrorMessage(message, "Show Logs", "Restart Server").then((choice) => {
+      if (choice === "Show Logs") void vscode.commands.executeCommand(COMMANDS.showLogs);
+      if (choice === "Restart Server") void vscode.commands.executeCommand(COMMANDS.restart);
+    });
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
+    try {
+      if (client.state !== State.Stopped) await client.stop(5000);
+    } catch (error) {
+      logWarn(`stopping the server: ${(error as Error).message}`);
+    }
+    await client.dispose().catch(() => undefined);
+  }
+
+  /** Ask `tether.status` and show it; failures only go to the log (the status item shows them). */
+  async refreshStatus(): Promise<StatusResult | undefined> {
+    if (!this.running) return undefined;
+    try {
+      const status = await this.request<StatusResult>("tether.status", {});
+      this.status.ready(status);
+      return status;
+    } catch (error) {
+      logWarn(`tether.status failed: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+
+  /**
+   * Run a server command with its one JSON-object argument (docs/lsp.md). Errors become
+   * {@link ServerUnavailable} (not running; says how to fix it) or {@link CommandFailed}.
+   */
+  async request<T>(command: ServerCommand, args: Record<string, unknown>, token?: vscode.CancellationToken): Promise<T> {
+    if (this.restartPromise) await this.restartPromise;
+    const client = this.client;
+    if (!client || client.state !== State.Running) {
+      throw new ServerUnavailable(this.failure ?? "Tether's server is not running. Run 'Tether: Restart Server', or open the logs.");
+    }
+    try {
+      return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] }, token)) as T;
+    } catch (error) {
+      if (error instanceof ResponseError) throw new CommandFailed(command, error.message);
+      throw error;
+    }
+  }
+
+  dispose(): void {
+    this.events.dispose();
+    this.disposables.forEach((d) => {
+      d.dispose();
+    });
+    void this.stop();
+  }
+}
