@@ -1,0 +1,90 @@
+"""The runner contract: what a sandboxed command is given and what comes back.
+
+Every backend (bubblewrap, firejail, landlock, none) implements the same `Runner.run`, so the
+bash_command tool, `tether sandbox` and the tests never know which one ran — except through
+`RunResult.backend` and `RunResult.warning`, which are always reported to the user.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+NO_ISOLATION_WARNING = "Warning: sandbox unavailable, running without isolation"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One command. Exactly one of `argv` (exec'd directly) and `script` (bash -c) is set.
+
+    `protected` are absolute paths inside the workspace that must stay read-only even though the
+    workspace is writable (the gate fills it from the policy's `protected_write_paths`); they may
+    not exist yet, and creating them must fail too.
+    """
+
+    argv: tuple[str, ...] | None
+    script: str | None
+    cwd: Path
+    workspace: Path
+    timeout: float
+    max_output_bytes: int
+    protected: tuple[Path, ...] = ()
+    env_passthrough: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.argv is None) == (self.script is None):
+            raise ValueError("RunRequest needs exactly one of argv and script")
+        if self.argv is not None and not self.argv:
+            raise ValueError("RunRequest.argv must not be empty")
+        if self.timeout <= 0:
+            raise ValueError("RunRequest.timeout must be positive")
+
+    def command_argv(self) -> tuple[str, ...]:
+        """What is exec'd inside the sandbox: the argv, or bash without any rc file for a script."""
+        if self.argv is not None:
+            return self.argv
+        assert self.script is not None
+        return ("bash", "--noprofile", "--norc", "-c", self.script)
+
+
+@dataclass
+class RunResult:
+    stdout: str
+    stderr: str
+    exit_code: int
+    duration_ms: int
+    timed_out: bool
+    stdout_truncated: bool
+    stderr_truncated: bool
+    binary_output: bool
+    backend: str
+    warning: str | None = None
+    cancelled: bool = False
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """The outcome of probing one backend on this machine: usable or not, and why."""
+
+    name: str
+    available: bool
+    reason: str
+    version: str | None = None
+    details: tuple[str, ...] = field(default=())
+
+
+class Runner(ABC):
+    """Runs one request confined by its backend. Never raises for the command's own failure."""
+
+    name: str = "abstract"
+
+    @abstractmethod
+    def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
+        """Run, wait (bounded by the timeout and `cancel`) and return the captured result.
+
+        Raises SandboxUnavailable when the backend itself cannot start: nothing ran then.
+        """

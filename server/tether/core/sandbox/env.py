@@ -1,0 +1,122 @@
+"""The environment a sandboxed command sees: an allowlist, plus a git that cannot run repo programs.
+
+Why an allowlist: the server's environment holds API keys, tokens and cloud credentials; a command
+the model chose must never see them, whatever they are named. Only locale, terminal, identity and
+PATH pass, plus names the *user* config lists in `sandbox.env_passthrough`.
+
+Why a hardened git: `git status` in a repository whose config sets `core.fsmonitor`, a hook path, a
+pager, a diff or filter driver would run a program of the repository's choosing. Command-line scope
+config (GIT_CONFIG_COUNT/KEY/VALUE) beats the repository's, so those keys are overridden there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+BASE_ALLOWED = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME")
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+# Names that are never passed, even if configured: a typo in env_passthrough must not leak a key.
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|SESSION|AUTH)", re.IGNORECASE)
+
+# Always overridden, whatever the repository says. Values chosen so the feature is off, not broken:
+# an empty credential.helper resets the helper list; hooksPath=/dev/null has no hooks in it.
+_FIXED_GIT_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.sshCommand", "false"),
+    ("core.askPass", ""),
+    ("core.editor", "false"),
+    ("sequence.editor", "false"),
+    ("credential.helper", ""),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("gpg.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("protocol.ext.allow", "never"),
+)
+# Keys whose values are programs; found in the repository config and emptied (empty = no driver).
+_DRIVER_KEY = re.compile(
+    r"^(filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command)|merge\..+\.driver|diff\.external)$",
+    re.IGNORECASE,
+)
+
+
+def sandbox_env(
+    passthrough: Iterable[str] = (),
+    *,
+    source: Mapping[str, str] | None = None,
+    workspace: Path | None = None,
+) -> dict[str, str]:
+    """The full environment for a sandboxed command (allowlist + hardened git)."""
+    src = os.environ if source is None else source
+    env: dict[str, str] = {}
+    wanted = set(BASE_ALLOWED) | {n for n in passthrough if not _SECRET_NAME.search(n)}
+    for name, value in src.items():
+        if name in wanted or name.startswith("LC_"):
+            env[name] = value
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.update(hardened_git_env(workspace))
+    return env
+
+
+def rejected_passthrough(passthrough: Iterable[str]) -> list[str]:
+    """Configured names that look like secrets and are therefore never passed (shown by doctor)."""
+    return [n for n in passthrough if _SECRET_NAME.search(n)]
+
+
+def hardened_git_env(workspace: Path | None = None) -> dict[str, str]:
+    """Environment variables making git ignore system/global config and repo-named programs.
+
+    With `workspace`, the repository's own config is read (by git, which runs nothing to read it)
+    and every filter, diff or merge driver it names is emptied too; their names are free-form, so
+    they cannot be listed in advance.
+    """
+    pairs = list(_FIXED_GIT_CONFIG)
+    if workspace is not None:
+        pairs.extend((key, "") for key in repo_driver_keys(workspace))
+    env = {
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_CONFIG_COUNT": str(len(pairs)),
+    }
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def repo_driver_keys(workspace: Path) -> list[str]:
+    """Program-valued driver keys set in the repository config of `workspace` (empty if no repo)."""
+    git = shutil.which("git")
+    if git is None or not _inside_repo(workspace):
+        return []
+    env = {"PATH": os.environ.get("PATH", DEFAULT_PATH), "GIT_CONFIG_NOSYSTEM": "1"}
+    env["GIT_CONFIG_GLOBAL"] = "/dev/null"
+    try:
+        proc = subprocess.run(
+            [git, "-C", str(workspace), "config", "--includes", "--name-only", "--get-regexp", "."],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    keys = {line.strip() for line in proc.stdout.splitlines() if _DRIVER_KEY.match(line.strip())}
+    return sorted(keys)
+
+
+def _inside_repo(path: Path) -> bool:
+    return any((candidate / ".git").exists() for candidate in (path, *path.parents))
