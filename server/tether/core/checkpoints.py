@@ -1,0 +1,545 @@
+"""Checkpoints: a snapshot of the working tree before every mutating call, and rollback.
+
+Why this design (see docs/checkpoints.md for the user's view):
+
+* A checkpoint is a commit in a *private* store (`tether.core.checkpoint.store`) built from a
+  *private* index file. The user's HEAD, index, branches, stash, reflog and config are never
+  written; nothing in the work tree is renamed or moved aside.
+* The private index persists between checkpoints, so git's stat cache makes the next one cost
+  about a `git status`: `git status` on the private index names what changed, only those paths are
+  given to `git add -A`, then `write-tree`, `commit-tree`, and one `update-ref` transaction.
+* Each checkpoint is a root commit under `refs/tether/checkpoints/<seq>`, so deleting the ref of an
+  old one (retention) can never break a newer one, and the store's own refs keep every listed
+  checkpoint's objects alive.
+* Rollback snapshots the present first (so it can be undone: `rollback 1` right after a rollback
+  returns to where you were), journals its target, restores files by temp file + rename, and an
+  interrupted rollback is finished by the next call.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from tether.core.checkpoint import restore
+from tether.core.checkpoint.store import (
+    Location,
+    ensure_store,
+    ensure_user_exclude,
+    locate,
+    locked,
+    refuse_unsafe_state,
+    store_git,
+    sync_excludes,
+)
+from tether.core.config import CheckpointSettings, user_state_dir
+from tether.core.gitcmd import Git
+from tether.errors import CheckpointError, CheckpointRefused
+
+REF_PREFIX = "refs/tether/checkpoints/"
+DISABLED_MESSAGE = (
+    "checkpoints are disabled (git_enabled = false): this call was not snapshotted "
+    "and rollback is unavailable for it"
+)
+_NO_COMMIT = re.compile(rb"'(.+?)/?' does not have a commit checked out")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+MAINTENANCE_EVERY = 10
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One snapshot. `id` is what users type (`--to ID`); `ref` keeps it alive in the store."""
+
+    id: str
+    ref: str
+    commit: str
+    time: str
+    tool: str
+    message: str
+    skipped: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "ref": self.ref,
+            "commit": self.commit,
+            "time": self.time,
+            "tool": self.tool,
+            "message": self.message,
+            "skipped": list(self.skipped),
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class RollbackPlan:
+    """Exactly what a rollback writes: restored = existing files overwritten with the old content,
+    created = files that no longer exist and are written back, deleted = files created since.
+    `kept` lists paths left alone because writing them would destroy data no checkpoint holds
+    (ignored or too-large files in the way, nested repositories)."""
+
+    target: Checkpoint
+    restored: tuple[str, ...]
+    deleted: tuple[str, ...]
+    created: tuple[str, ...]
+    kept: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.restored or self.deleted or self.created)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "target": self.target.to_json(),
+            "restored": list(self.restored),
+            "deleted": list(self.deleted),
+            "created": list(self.created),
+            "kept": list(self.kept),
+        }
+
+
+@dataclass(frozen=True)
+class _Staged:
+    tree: str
+    skipped: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+class Checkpoints:
+    """Checkpoints of one workspace. Safe to use from several processes (a file lock serialises)."""
+
+    def __init__(self, workspace: Path, settings: CheckpointSettings) -> None:
+        self.workspace = Path(workspace).resolve()
+        self.settings = settings
+        self._loc: Location | None = None
+        self._git: Git | None = None
+
+    # --- public API --------------------------------------------------------------------------
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.enabled
+
+    def create(self, tool: str, *, message: str | None = None) -> Checkpoint:
+        """Snapshot the whole working tree now; raises CheckpointError/CheckpointRefused."""
+        self._require_enabled()
+        loc = self._location()
+        with locked(loc):
+            git = self._prepare(loc)
+            self._recover_locked(loc, git)
+            cp = self._create_locked(loc, git, tool, message)
+            if _seq_of(cp.ref) % MAINTENANCE_EVERY == 0:
+                self._prune_locked(loc, git)
+            return cp
+
+    def list(self) -> list[Checkpoint]:
+        """Every kept checkpoint, newest first (read only; no lock needed for a ref listing)."""
+        if not self.settings.enabled:
+            return []
+        loc = self._location()
+        if not (loc.store / "HEAD").is_file():
+            return []
+        return _list_refs(store_git(loc))
+
+    def get(self, ident: str) -> Checkpoint:
+        """A checkpoint by id, unique id prefix (4+ characters), ref name or sequence number."""
+        return _find(self.list(), ident)
+
+    def files_changed_since(self, checkpoint: Checkpoint) -> builtins.list[str]:
+        return self.files_changed_since_many([checkpoint])[checkpoint.id]
+
+    def files_changed_since_many(
+        self, checkpoints: builtins.list[Checkpoint]
+    ) -> dict[str, builtins.list[str]]:
+        """Paths that differ between each checkpoint and the present (one snapshot of the present)."""
+        self._require_enabled()
+        loc = self._location()
+        with locked(loc):
+            git = self._prepare(loc)
+            present = self._stage(loc, git).tree
+            result: dict[str, builtins.list[str]] = {}
+            for cp in checkpoints:
+                out = git.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", cp.commit, present)
+                result[cp.id] = [os.fsdecode(p) for p in out.stdout.split(b"\0") if p]
+            return result
+
+    def plan_rollback(self, *, steps: int | None = None, to: str | None = None) -> RollbackPlan:
+        """Dry run: exactly the files a rollback with the same arguments would touch."""
+        self._require_enabled()
+        loc = self._location()
+        with locked(loc):
+            git = self._prepare(loc)
+            target = self._resolve(git, steps, to)
+            present = self._stage(loc, git).tree
+            ops = restore.plan_ops(self.workspace, restore.diff_trees(git, present, target.commit))
+            return _plan(target, ops)
+
+    def rollback(self, *, steps: int | None = None, to: str | None = None) -> tuple[RollbackPlan, Checkpoint]:
+        """Restore the tree of a checkpoint; returns the plan done and the checkpoint of the present
+        taken first (roll back to it, or `rollback 1`, to undo)."""
+        self._require_enabled()
+        loc = self._location()
+        with locked(loc):
+            git = self._prepare(loc)
+            self._recover_locked(loc, git)
+            target = self._resolve(git, steps, to)
+            plan, before = self._rollback_locked(loc, git, target, tool="rollback")
+            return plan, before
+
+    def recover(self) -> Checkpoint | None:
+        """Finish a rollback interrupted by a crash; returns the checkpoint taken before, if any."""
+        self._require_enabled()
+        loc = self._location()
+        with locked(loc):
+            git = self._prepare(loc)
+            return self._recover_locked(loc, git)
+
+    def prune(self) -> builtins.list[Checkpoint]:
+        """Apply retention now (also done automatically every few checkpoints)."""
+        self._require_enabled()
+        loc = self._location()
+        with locked(loc):
+            git = self._prepare(loc)
+            return self._prune_locked(loc, git)
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _require_enabled(self) -> None:
+        if not self.settings.enabled:
+            raise CheckpointError(DISABLED_MESSAGE)
+
+    def _location(self) -> Location:
+        if self._loc is None:
+            if not self.workspace.is_dir():
+                raise CheckpointRefused(f"workspace {self.workspace} is not a directory")
+            self._loc = locate(self.workspace, user_state_dir())
+        return self._loc
+
+    def _prepare(self, loc: Location) -> Git:
+        refuse_unsafe_state(loc)
+        ensure_store(loc)
+        if sync_excludes(loc, self.settings.exclude):
+            # ignore rules changed: entries the private index holds may now be excluded, so rebuild
+            loc.index.unlink(missing_ok=True)
+        ensure_user_exclude(loc)
+        if self._git is None:
+            self._git = store_git(loc)
+        return self._git
+
+    def _stage(self, loc: Location, git: Git) -> _Staged:
+        """Bring the private index up to date with the work tree; return its tree id."""
+        status = git.run(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+            "--ignore-submodules=dirty",
+        )  # fmt: skip
+        _refuse_unreadable(status.stderr)
+        candidates = _parse_status(status.stdout)
+        big: list[str] = []
+        add: list[str] = []
+        for rel in candidates:
+            try:
+                st = os.lstat(self.workspace / rel)
+            except OSError:
+                add.append(rel)  # deleted: `add -A` records the deletion
+                continue
+            if _is_regular(st.st_mode) and st.st_size > self.settings.max_file_bytes:
+                big.append(rel)
+            else:
+                add.append(rel)
+        nested: list[str] = []
+        while add:
+            spec = b"".join(b":(top,literal)" + os.fsencode(p) + b"\0" for p in add)
+            result = git.run(
+                "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=spec, ok_codes=(0, 1, 128)
+            )
+            if result.returncode == 0:
+                break
+            _refuse_unreadable(result.stderr)
+            missing = [os.fsdecode(m) for m in _NO_COMMIT.findall(result.stderr)]
+            if not missing:
+                raise CheckpointError(f"snapshot failed: git add: {result.err_text}")
+            nested += missing
+            add = [p for p in add if p not in missing]
+        removals = big + nested
+        if any(p == ".gitignore" or p.endswith("/.gitignore") for p in candidates):
+            ignored = git.run("ls-files", "-z", "-c", "-i", "--exclude-standard").stdout
+            removals += [os.fsdecode(p) for p in ignored.split(b"\0") if p]
+        if removals:
+            git.run(
+                "update-index", "--force-remove", "-z", "--stdin",
+                input=b"".join(os.fsencode(p) + b"\0" for p in removals),
+            )  # fmt: skip
+        tree = git.run("write-tree").stdout.decode("ascii").strip()
+        warnings: list[str] = []
+        limit_mb = self.settings.max_file_bytes / 1_000_000
+        if big:
+            warnings.append(
+                f"not snapshotted (over {limit_mb:g} MB; rollback will neither restore nor delete them): "
+                + ", ".join(sorted(big))
+            )
+        if nested:
+            warnings.append("nested repositories without a commit were skipped: " + ", ".join(sorted(nested)))
+        skipped = (*sorted(big), *sorted(nested), *(f"exclude:{p}" for p in self.settings.exclude))
+        return _Staged(tree, tuple(skipped), tuple(warnings))
+
+    def _create_locked(self, loc: Location, git: Git, tool: str, message: str | None) -> Checkpoint:
+        started = time.monotonic()
+        staged = self._stage(loc, git)
+        elapsed = time.monotonic() - started
+        warnings = list(staged.warnings)
+        if elapsed > self.settings.time_budget_seconds:
+            warnings.append(
+                f"checkpoint took {elapsed:.1f} s, over the {self.settings.time_budget_seconds:g} s budget; "
+                "exclude large generated directories with [checkpoints] exclude = [...]"
+            )
+        seq = _next_seq(loc, git)
+        now = datetime.now().astimezone()
+        stamp = now.isoformat(timespec="seconds")
+        tool = _CONTROL.sub(" ", tool).strip() or "unknown"
+        subject = f"pre-tool: {tool} at {stamp}"
+        meta = {
+            "seq": seq,
+            "tool": tool,
+            "time": now.isoformat(timespec="milliseconds"),
+            "message": _CONTROL.sub(" ", message) if message else None,
+            "skipped": list(staged.skipped),
+            "warnings": warnings,
+        }
+        body = f"{subject}\n\nTether-Meta: {json.dumps(meta, ensure_ascii=True)}\n"
+        commit = git.run("commit-tree", staged.tree, "-F", "-", input=body.encode()).stdout
+        sha = commit.decode("ascii").strip()
+        ref = f"{REF_PREFIX}{seq:010d}"
+        git.run(
+            "update-ref", "--stdin",
+            input=f"update {ref} {sha}\noption no-deref\nupdate HEAD {sha}\n".encode(),
+        )  # fmt: skip
+        return _checkpoint(ref, sha, meta, subject)
+
+    def _resolve(self, git: Git, steps: int | None, to: str | None) -> Checkpoint:
+        if steps is not None and to is not None:
+            raise CheckpointError("give either a number of steps or a checkpoint id, not both")
+        cps = _list_refs(git)
+        if not cps:
+            raise CheckpointError("there are no checkpoints for this workspace yet")
+        if to is not None:
+            return _find(cps, to)
+        n = 1 if steps is None else steps
+        if n < 1:
+            raise CheckpointError(f"steps must be 1 or more, not {n}")
+        if n > len(cps):
+            raise CheckpointError(f"cannot roll back {n} steps: only {len(cps)} checkpoint(s) are kept")
+        return cps[n - 1]
+
+    def _rollback_locked(
+        self, loc: Location, git: Git, target: Checkpoint, *, tool: str
+    ) -> tuple[RollbackPlan, Checkpoint]:
+        before = self._create_locked(loc, git, tool, f"before rollback to {target.id}")
+        ops = restore.plan_ops(self.workspace, restore.diff_trees(git, before.commit, target.commit))
+        _write_journal(loc, target)
+        restore.apply_ops(git, self.workspace, ops)
+        loc.journal.unlink(missing_ok=True)
+        return _plan(target, ops), before
+
+    def _recover_locked(self, loc: Location, git: Git) -> Checkpoint | None:
+        try:
+            raw = loc.journal.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(raw)
+            target = Checkpoint(**{k: data[k] for k in ("id", "ref", "commit", "time", "tool", "message")})
+            git.run("cat-file", "-e", f"{target.commit}^{{tree}}")
+        except (ValueError, KeyError, TypeError, CheckpointError):
+            # the journal is written before any file is touched; unreadable means never used
+            loc.journal.unlink(missing_ok=True)
+            return None
+        _plan_done, before = self._rollback_locked(loc, git, target, tool="rollback-recovery")
+        return before
+
+    def _prune_locked(self, loc: Location, git: Git) -> builtins.list[Checkpoint]:
+        cps = _list_refs(git)
+        keep = max(1, self.settings.keep_count)
+        cutoff = datetime.now().astimezone() - timedelta(days=self.settings.keep_days)
+        doomed = [cp for i, cp in enumerate(cps) if i >= keep or (i > 0 and _parse_time(cp.time) < cutoff)]
+        if doomed:
+            git.run("update-ref", "--stdin", input="".join(f"delete {cp.ref}\n" for cp in doomed).encode())
+            git.run("prune", "--expire=now")
+        counts = _count_objects(git)
+        if counts.get("count", 0) > 2000 or counts.get("packs", 0) > 10:
+            git.run("repack", "-a", "-d", "-q")
+            git.run("prune", "--expire=now")
+        return doomed
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _plan(target: Checkpoint, ops: restore.Ops) -> RollbackPlan:
+    return RollbackPlan(
+        target=target,
+        restored=tuple(sorted(c.path for c in ops.restored)),
+        deleted=tuple(sorted(c.path for c in ops.deleted)),
+        created=tuple(sorted(c.path for c in ops.created)),
+        kept=ops.kept,
+    )
+
+
+def _is_regular(mode: int) -> bool:
+    import stat
+
+    return stat.S_ISREG(mode)
+
+
+def _refuse_unreadable(stderr: bytes) -> None:
+    if b"Permission denied" in stderr:
+        lines = stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = next((line for line in lines if "Permission denied" in line), lines[0] if lines else "")
+        raise CheckpointRefused(
+            f"part of the workspace cannot be read ({detail.strip()}); a snapshot would be incomplete, "
+            "so Tether refuses. Fix the permissions or add the path to [checkpoints] exclude."
+        )
+
+
+def _parse_status(out: bytes) -> list[str]:
+    """Paths whose work-tree side differs from the private index, plus untracked paths."""
+    paths: list[str] = []
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        x, y, path = entry[0:1], entry[1:2], entry[3:]
+        if x in (b"R", b"C"):
+            i += 1  # the rename source follows; renames are disabled, but be safe
+        if y != b" " or x == b"?":
+            paths.append(os.fsdecode(path).rstrip("/"))
+    return paths
+
+
+def _next_seq(loc: Location, git: Git) -> int:
+    path = loc.root / "seq"
+    try:
+        last = int(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        cps = _list_refs(git)
+        last = _seq_of(cps[0].ref) if cps else 0
+    seq = last + 1
+    tmp = path.with_name(f"seq.tmp-{os.getpid()}")
+    tmp.write_text(f"{seq}\n", encoding="ascii")
+    os.replace(tmp, path)
+    return seq
+
+
+def _seq_of(ref: str) -> int:
+    try:
+        return int(ref.rsplit("/", 1)[-1])
+    except ValueError:
+        return 0
+
+
+def _checkpoint(ref: str, sha: str, meta: dict[str, object], subject: str) -> Checkpoint:
+    message = meta.get("message")
+    skipped = meta.get("skipped") or []
+    warnings = meta.get("warnings") or []
+    return Checkpoint(
+        id=sha[:12],
+        ref=ref,
+        commit=sha,
+        time=str(meta.get("time", "")),
+        tool=str(meta.get("tool", "")),
+        message=str(message) if message else subject,
+        skipped=tuple(str(s) for s in skipped) if isinstance(skipped, list) else (),
+        warnings=tuple(str(w) for w in warnings) if isinstance(warnings, list) else (),
+    )
+
+
+def _list_refs(git: Git) -> list[Checkpoint]:
+    out = git.run(
+        "for-each-ref", "--sort=-refname", "--format=%(objectname) %(refname)%00%(contents)%01", REF_PREFIX
+    ).stdout
+    cps: list[Checkpoint] = []
+    for chunk in out.split(b"\x01"):
+        record = chunk.lstrip(b"\n")
+        if not record:
+            continue
+        head, _, contents = record.partition(b"\0")
+        sha, _, ref = head.decode("utf-8", "replace").partition(" ")
+        text = contents.decode("utf-8", "replace")
+        subject = text.split("\n", 1)[0]
+        meta: dict[str, object] = {}
+        for line in text.splitlines():
+            if line.startswith("Tether-Meta: "):
+                try:
+                    parsed = json.loads(line[len("Tether-Meta: ") :])
+                except ValueError:
+                    parsed = {}
+                if isinstance(parsed, dict):
+                    meta = parsed
+        cps.append(_checkpoint(ref, sha, meta, subject))
+    return cps
+
+
+def _find(cps: list[Checkpoint], ident: str) -> Checkpoint:
+    ident = ident.strip()
+    exact = [cp for cp in cps if ident in (cp.id, cp.ref, cp.commit)]
+    if exact:
+        return exact[0]
+    if ident.isdigit() and len(ident) < 4:
+        by_seq = [cp for cp in cps if _seq_of(cp.ref) == int(ident)]
+        if by_seq:
+            return by_seq[0]
+    if len(ident) >= 4:
+        matches = [cp for cp in cps if cp.commit.startswith(ident.lower())]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise CheckpointError(f"checkpoint id {ident!r} is ambiguous; give more characters")
+    raise CheckpointError(f"no checkpoint {ident!r}; `tether checkpoints` lists the ids")
+
+
+def _parse_time(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return datetime.now().astimezone()
+
+
+def _count_objects(git: Git) -> dict[str, int]:
+    out = git.run("count-objects", "-v").stdout.decode("ascii", "replace")
+    counts: dict[str, int] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(":")
+        if value.strip().isdigit():
+            counts[key.strip()] = int(value.strip())
+    return counts
+
+
+def _write_journal(loc: Location, target: Checkpoint) -> None:
+    data = json.dumps(
+        {k: getattr(target, k) for k in ("id", "ref", "commit", "time", "tool", "message")}
+    ).encode()
+    tmp = loc.journal.with_name(f"{loc.journal.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, loc.journal)
+    dir_fd = os.open(loc.root, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+__all__ = ["Checkpoint", "CheckpointError", "CheckpointRefused", "Checkpoints", "RollbackPlan"]
