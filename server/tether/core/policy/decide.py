@@ -1,0 +1,361 @@
+"""The policy's entry points: `decide` for a shell command string, `decide_argv` for an argv.
+
+Order of checks, each refusing with its own rule id: the input itself (type, length, control and
+invisible characters), the parse (node-type allowlist, see walk.py; quote removal, see lex.py),
+then per simple command: glob expansion stays in the workspace, user deny rules, the program's
+schema for the mode (or a user allow rule), every path argument, every redirect. One refused
+segment refuses the whole command. Nothing here raises: unexpected errors become a denial
+(`internal.error`) so a bug fails closed and loud.
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+import os
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from tether.core.policy.lex import Word
+from tether.core.policy.parse import parse
+from tether.core.policy.paths import check_path
+from tether.core.policy.programs import BLOCKED, PROGRAMS
+from tether.core.policy.settings import PolicySettings
+from tether.core.policy.types import MODES, Decision, Deny, Mode, Redirect, Segment
+from tether.core.policy.walk import _COMMAND_NAME, RawCommand, RawRedirect, walk
+
+MAX_GLOB_MATCHES = 1000
+_ALLOWED_NEWLINE_TAB = frozenset("\n\t")
+
+
+def decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings) -> Decision:
+    """Decide whether `command` (a bash command line) may run in `mode` inside `workspace`."""
+    try:
+        return _decide(command, mode, workspace, settings)
+    except Deny as deny:
+        return _denied(deny, mode, settings)
+    except Exception as exc:  # fail closed, and say so
+        return _denied(
+            Deny(
+                "internal.error",
+                f"the policy failed on this input ({type(exc).__name__}: {exc})",
+                "report this as a bug in Tether",
+            ),
+            mode,
+            settings,
+        )
+
+
+def decide_argv(argv: Sequence[str], mode: Mode, workspace: Path, settings: PolicySettings) -> Decision:
+    """Decide for an argv that will be exec'd directly: no shell, so no quoting, globs or redirects."""
+    try:
+        _check_mode(mode)
+        if not argv or not all(isinstance(a, str) for a in argv):
+            raise Deny("input.invalid", "argv must be a non-empty list of strings")
+        if sum(len(a) + 1 for a in argv) > settings.max_command_length:
+            raise Deny(
+                "input.too_long", f"the command is longer than {settings.max_command_length} characters"
+            )
+        for a in argv:
+            _check_characters(a)
+        name = argv[0]
+        if not _COMMAND_NAME.match(name):
+            raise Deny(
+                "command.name_chars",
+                f"the program name {name!r} is not a plain name",
+                "call the program by its name",
+            )
+        words = tuple(Word(value=a, pattern="") for a in argv[1:])
+        segment, user = _check_command(
+            RawCommand(name=name, args=words, redirects=()), mode, workspace, settings
+        )
+        return _allowed(mode, (segment,), needs_shell=False, user_rule=user, settings=settings)
+    except Deny as deny:
+        return _denied(deny, mode, settings)
+    except Exception as exc:
+        return _denied(
+            Deny(
+                "internal.error",
+                f"the policy failed on this input ({type(exc).__name__}: {exc})",
+                "report this as a bug in Tether",
+            ),
+            mode,
+            settings,
+        )
+
+
+# --- input -----------------------------------------------------------------------------------
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise Deny("input.mode", f"unknown mode {mode!r} (expected read or command)")
+
+
+def _check_characters(text: str) -> None:
+    for ch in text:
+        if ch in _ALLOWED_NEWLINE_TAB or (" " <= ch < "\x7f"):
+            continue
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"):
+            what = "a NUL byte" if ch == "\0" else f"the control or invisible character U+{ord(ch):04X}"
+            rule = {
+                "Cc": "input.control_char",
+                "Zl": "input.control_char",
+                "Zp": "input.control_char",
+                "Cs": "input.invalid_unicode",
+            }.get(cat, "input.invisible_char")
+            raise Deny(rule, f"the command contains {what}", "remove it; write the command on plain lines")
+
+
+def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings) -> Decision:
+    _check_mode(mode)
+    if not isinstance(command, str):
+        raise Deny("input.invalid", "the command must be a string")
+    if len(command) > settings.max_command_length:
+        raise Deny(
+            "input.too_long",
+            f"the command is longer than {settings.max_command_length} characters",
+            "split it into smaller commands",
+        )
+    _check_characters(command)
+    if not command.strip():
+        raise Deny("input.empty", "the command is empty")
+    if "\\\n" in command:
+        raise Deny(
+            "syntax.line_continuation",
+            "line continuations (backslash-newline) are not allowed",
+            "write the command on one line",
+        )
+    source = command.encode("utf-8")
+    walked = walk(parse(source), source)
+    segments: list[Segment] = []
+    user_rule = False
+    needs_shell = walked.compound
+    for raw in walked.commands:
+        segment, user = _check_command(raw, mode, workspace, settings)
+        segments.append(segment)
+        user_rule = user_rule or user
+        needs_shell = needs_shell or bool(raw.redirects) or any(w.glob or w.tilde for w in raw.args)
+    return _allowed(mode, tuple(segments), needs_shell=needs_shell, user_rule=user_rule, settings=settings)
+
+
+# --- one simple command ----------------------------------------------------------------------
+
+
+def _expand(word: Word, workspace: Path, settings: PolicySettings) -> list[str]:
+    """The words bash may produce for `word`: glob matches (a superset) or the word itself."""
+    if not word.glob:
+        return [os.path.expanduser(word.value) if word.tilde else word.value]
+    pattern = word.pattern
+    if word.tilde:
+        pattern = os.path.expanduser(pattern)
+    if any(fnmatchdots(part) for part in pattern.split("/")):
+        raise Deny(
+            "path.glob_dots",
+            f"the pattern {word.value!r} could match `.` or `..`",
+            "write the directory names out",
+        )
+    root = os.path.realpath(workspace)
+    matches = sorted(
+        globmod.glob(pattern, root_dir=root) if not os.path.isabs(pattern) else globmod.glob(pattern)
+    )
+    if len(matches) > MAX_GLOB_MATCHES:
+        raise Deny(
+            "path.glob_too_many", f"the pattern {word.value!r} matches more than {MAX_GLOB_MATCHES} files"
+        )
+    for match in matches:
+        result = check_path(match, workspace, write=False, settings=settings)
+        if not result.ok:
+            raise Deny(result.rule, f"the pattern {word.value!r} matches {match!r}: {result.reason}")
+    return matches or [word.value]
+
+
+def fnmatchdots(part: str) -> bool:
+    """Could this glob component match `..`? (bash ≥5.2 skips dots, older bash and dotglob may not)."""
+    import fnmatch
+
+    return any(c in part for c in "*?[") and (
+        fnmatch.fnmatchcase("..", part) or fnmatch.fnmatchcase(".", part)
+    )
+
+
+def _words(rule: str) -> list[str]:
+    return rule.split()
+
+
+def _prefix(rule_words: Sequence[str], argv: Sequence[str]) -> bool:
+    return bool(rule_words) and list(argv[: len(rule_words)]) == list(rule_words)
+
+
+def _git_normalized(argv: Sequence[str]) -> list[str]:
+    """`git -C x --no-pager log …` → `git log …`, so deny rules like `git log` still match."""
+    out = [argv[0]]
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in ("-C", "-c") else 1
+    return out + list(argv[i:])
+
+
+def _check_command(
+    raw: RawCommand, mode: Mode, workspace: Path, settings: PolicySettings
+) -> tuple[Segment, bool]:
+    name = raw.name
+    expanded: list[str] = []
+    for word in raw.args:
+        expanded.extend(_expand(word, workspace, settings))
+    argv = [name, *expanded]
+    literal_argv = (name, *(w.value for w in raw.args))
+    for rule in settings.denied:
+        words = _words(rule)
+        if _prefix(words, argv) or (name == "git" and _prefix(words, _git_normalized(argv))):
+            raise Deny("user.denied", f"`{' '.join(words)}` is denied by your configuration", program=name)
+    user_rule = mode == "command" and any(_prefix(_words(r), argv) for r in settings.extra_allowed)
+    program = PROGRAMS.get(name)
+    if user_rule:
+        _generic_paths(expanded, workspace, settings)
+    elif program is not None:
+        if mode not in program.modes:
+            raise Deny(
+                "mode.read", f"`{name}` needs command mode", "ask for command permission", program=name
+            )
+        parsed = program.check(expanded, mode)
+        for p in parsed.read_paths:
+            _require(check_path(p, workspace, write=False, settings=settings), name)
+        if parsed.write_paths and mode == "read":
+            raise Deny("mode.read", f"`{name}` would write files; read mode allows no writes", program=name)
+        for p in parsed.write_paths:
+            _require(check_path(p, workspace, write=True, settings=settings), name)
+    elif name in BLOCKED:
+        why, what_instead = BLOCKED[name]
+        raise Deny(
+            "command.blocked",
+            f"`{name}` {why}",
+            f"{what_instead} (or add `{name} …` to command_whitelist in your user config)",
+            program=name,
+        )
+    else:
+        raise Deny(
+            "command.unknown",
+            f"`{name}` is not in the allowed list",
+            f"add `{name}` (or a prefix like `{name} {expanded[0] if expanded else '…'}`) to "
+            "command_whitelist in your user config if it is safe",
+            program=name,
+        )
+    redirects = tuple(_check_redirect(r, mode, workspace, settings) for r in raw.redirects)
+    return Segment(argv=literal_argv, redirects=redirects), user_rule
+
+
+def _require(result: object, name: str) -> None:
+    from tether.core.policy.paths import PathCheck
+
+    assert isinstance(result, PathCheck)
+    if not result.ok:
+        raise Deny(result.rule, result.reason, _path_suggestion(result.rule), program=name)
+
+
+def _path_suggestion(rule: str) -> str:
+    if rule == "path.protected":
+        return "protected files can only be changed by the user"
+    return "work with files inside the workspace only"
+
+
+def _generic_paths(args: Sequence[str], workspace: Path, settings: PolicySettings) -> None:
+    """For user-allowed prefixes we know no schema: any absolute, `~` or `..` path must stay inside."""
+    for arg in args:
+        for candidate in (arg, arg.partition("=")[2]):
+            if not candidate:
+                continue
+            parts = candidate.split("/")
+            if candidate.startswith(("/", "~")) or ".." in parts:
+                result = check_path(candidate, workspace, write=False, settings=settings)
+                if not result.ok:
+                    raise Deny(result.rule, result.reason, _path_suggestion(result.rule))
+
+
+_DEV_NULL = "/dev/null"
+
+
+def _check_redirect(r: RawRedirect, mode: Mode, workspace: Path, settings: PolicySettings) -> Redirect:
+    op = r.fd + r.op
+    target = r.target.value if r.target is not None else ""
+    shown = Redirect(op=op, target=target)
+    if r.op == ">|":
+        raise Deny("redirect.clobber", "`>|` (overwrite despite noclobber) is not allowed", "use `>`")
+    if r.op in (">&", "<&") and r.target is not None and r.target_raw.isdigit():
+        # fd duplication: only between stdout and stderr
+        if (r.op, r.fd, target) in ((">&", "2", "1"), (">&", "", "2"), (">&", "1", "2")):
+            return shown
+        raise Deny(
+            "redirect.fd",
+            f"the fd duplication `{r.target_raw and op + target}` is not allowed",
+            "only `2>&1` and `>&2` are allowed",
+        )
+    if r.op not in (">", ">>", "&>", "&>>", "<"):
+        raise Deny(
+            "redirect.operator",
+            f"the redirect `{op}` is not allowed",
+            "allowed: `>`, `>>`, `2>`, `2>>`, `&>`, `2>&1`, `<`",
+        )
+    if (
+        r.fd not in ("", "1", "2", "0")
+        or (r.op == "<" and r.fd not in ("", "0"))
+        or (r.op in ("&>", "&>>") and r.fd)
+        or (r.op in (">", ">>") and r.fd == "0")
+    ):
+        raise Deny("redirect.fd", f"the redirect `{op}` uses a file descriptor other than 0, 1 or 2")
+    if r.target is None or r.target.glob:
+        raise Deny("redirect.glob", "a redirect target must be a plain file name, not a pattern")
+    if r.op == "<":
+        path = os.path.expanduser(target) if r.target.tilde else target
+        _require(check_path(path, workspace, write=False, settings=settings), "<")
+        return shown
+    if target == _DEV_NULL:
+        return shown
+    if mode == "read":
+        raise Deny(
+            "mode.read",
+            f"writing to {target!r} with `{op}` is not allowed in read mode",
+            "read mode allows no writes (only `2>/dev/null`, `2>&1`); use the write_file tool",
+        )
+    path = os.path.expanduser(target) if r.target.tilde else target
+    _require(check_path(path, workspace, write=True, settings=settings), ">")
+    return shown
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=32)
+def allowed_commands(mode: Mode, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """What the model may run in `mode`, for the seed-002 error payload."""
+    names = sorted(n for n, p in PROGRAMS.items() if mode in p.modes)
+    return tuple(names) + (tuple(extra) if mode == "command" else ())
+
+
+def _allowed(
+    mode: Mode, segments: tuple[Segment, ...], *, needs_shell: bool, user_rule: bool, settings: PolicySettings
+) -> Decision:
+    names = ", ".join(dict.fromkeys(f"`{s.argv[0]}`" for s in segments))
+    return Decision(
+        allowed=True,
+        rule="allowed.user_rule" if user_rule else "allowed",
+        reason=f"{names} allowed in {mode} mode" + (" (by a user rule)" if user_rule else ""),
+        suggestion=None,
+        segments=segments,
+        needs_shell=needs_shell,
+        allowed_commands=allowed_commands(mode, settings.extra_allowed),
+    )
+
+
+def _denied(deny: Deny, mode: str, settings: PolicySettings) -> Decision:
+    valid_mode: Mode = "command" if mode == "command" else "read"
+    return Decision(
+        allowed=False,
+        rule=deny.rule,
+        reason=deny.reason,
+        suggestion=deny.suggestion,
+        program=deny.program,
+        allowed_commands=allowed_commands(valid_mode, tuple(settings.extra_allowed)),
+    )

@@ -1,0 +1,171 @@
+"""Path rules: inside the workspace after resolving everything, and never into protected files.
+
+Why realpath and component comparison: `..`, absolute paths, `~` and symlinks all move a path
+somewhere else, and string prefixes lie (`/ws-evil` starts with `/ws`). We resolve the path the
+way the kernel will (symlinks followed) and compare path components.
+
+Protected files are those that make a *later*, allowed command run code: git hooks and config,
+`.gitattributes` (textconv/filter drivers), editor and agent configuration, direnv's `.envrc`,
+package-manager rc files, pre-commit config, shell rc files and `node_modules/.bin`. They may be
+read, never written. Names are matched in any directory and case-insensitively (case-insensitive
+file systems exist).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+from tether.core.policy.settings import PolicySettings
+
+PROTECTED_DIRS: tuple[str, ...] = (
+    ".git",
+    ".tether",
+    ".vscode",
+    ".idea",
+    ".claude",
+    ".cursor",
+    ".husky",
+    ".githooks",
+    ".cargo",
+    ".direnv",
+)
+PROTECTED_NAMES: tuple[str, ...] = (
+    ".gitattributes",
+    ".gitmodules",
+    ".gitconfig",
+    ".mcp.json",
+    ".envrc",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
+    "bunfig.toml",
+    ".bunfig.toml",
+    ".pypirc",
+    "pip.conf",
+    "pip.ini",
+    ".condarc",
+    ".pre-commit-config.yaml",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".zlogout",
+    ".cshrc",
+    ".tcshrc",
+    ".kshrc",
+    ".inputrc",
+)
+_DIRS = frozenset(PROTECTED_DIRS)
+_NAMES = frozenset(PROTECTED_NAMES)
+
+
+@dataclass(frozen=True)
+class PathCheck:
+    """`path` is the resolved absolute path when `ok`; otherwise `rule` and `reason` say why not."""
+
+    ok: bool
+    path: Path | None
+    rule: str
+    reason: str
+
+
+@lru_cache(maxsize=64)
+def _real_workspace(workspace: str) -> str:
+    return os.path.realpath(workspace)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def is_protected(relpath: str, settings: PolicySettings) -> bool:
+    """True when the workspace-relative `relpath` must never be written."""
+    parts = [p for p in PurePosixPath(relpath.replace("\\", "/")).parts if p not in ("", ".", "/")]
+    lowered = [p.lower() for p in parts]
+    if any(p in _DIRS for p in lowered):
+        return True
+    if lowered and lowered[-1] in _NAMES:
+        return True
+    if any(a == "node_modules" and b == ".bin" for a, b in itertools.pairwise(lowered)):
+        return True
+    for pattern in settings.extra_protected:
+        pat = pattern.strip().strip("/")
+        if not pat:
+            continue
+        for k in range(1, len(parts) + 1):
+            if fnmatch.fnmatchcase("/".join(parts[:k]), pat):
+                return True
+    return False
+
+
+def protected_write_paths(workspace: Path, settings: PolicySettings) -> list[Path]:
+    """Absolute paths (existing or not) that the sandbox should keep read-only.
+
+    Only workspace-level entries: the policy also refuses protected *names* in subdirectories,
+    which a sandbox cannot list up front without walking the tree.
+    """
+    root = Path(_real_workspace(str(workspace)))
+    paths = [root / d for d in PROTECTED_DIRS] + [root / n for n in PROTECTED_NAMES]
+    paths.append(root / "node_modules" / ".bin")
+    for pattern in settings.extra_protected:
+        pat = pattern.strip().strip("/")
+        if pat and not any(c in pat for c in "*?["):
+            paths.append(root / pat)
+    return paths
+
+
+def expand_tilde(raw: str) -> str | None:
+    """`~` and `~/x` → $HOME-based path; None for `~user`, `~+`, `~-` (not understood)."""
+    if raw == "~" or raw.startswith("~/"):
+        return os.path.expanduser(raw)
+    if raw.startswith("~"):
+        return None
+    return raw
+
+
+def check_path(raw: str, workspace: Path, *, write: bool, settings: PolicySettings) -> PathCheck:
+    """Resolve `raw` (relative to the workspace) and say whether it may be read or written."""
+    if "\0" in raw:
+        return PathCheck(False, None, "path.nul", "the path contains a NUL byte")
+    if raw == "":
+        return PathCheck(False, None, "path.empty", "the path is empty")
+    expanded = expand_tilde(raw)
+    if expanded is None:
+        return PathCheck(False, None, "path.tilde", f"{raw!r}: only `~` and `~/…` are understood")
+    root = _real_workspace(str(workspace))
+    joined = os.path.join(root, expanded)  # an absolute `expanded` replaces root
+    real = os.path.realpath(joined)
+    if not _inside(real, root):
+        return PathCheck(
+            False,
+            None,
+            "path.outside_workspace",
+            f"{raw!r} resolves to {real!r}, outside the workspace {root!r}",
+        )
+    if write:
+        lexical = os.path.normpath(joined)
+        candidates = [os.path.relpath(real, root)]
+        if _inside(lexical, root):
+            candidates.append(os.path.relpath(lexical, root))
+        if real == root:
+            return PathCheck(False, None, "path.protected", "the workspace root itself cannot be written")
+        for rel in candidates:
+            if is_protected(rel, settings):
+                return PathCheck(
+                    False,
+                    None,
+                    "path.protected",
+                    f"{raw!r} is a protected file ({rel}): writing it could make later commands run code",
+                )
+    return PathCheck(True, Path(real), "allowed", "")

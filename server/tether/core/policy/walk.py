@@ -1,0 +1,265 @@
+"""From a tree-sitter tree to a list of simple commands, with an allowlist of node types.
+
+Why an allowlist: bash has dozens of constructs that run code or change meaning (substitutions,
+expansions, functions, here-documents, coprocesses, …) and the grammar grows. We accept only the
+shapes listed here — a program of `;`/newline-separated statements, `&&`/`||` lists, `|`
+pipelines, simple commands with plain arguments, and file redirects — and every other node type
+is refused with a rule id. Two more checks keep tree-sitter honest: the bytes between the nodes we
+accept must be blanks (nothing silently skipped), and adjacent arguments must be separated by
+blanks (else bash would glue them into one word).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import tree_sitter
+
+from tether.core.policy.lex import Word, unquote
+from tether.core.policy.types import Deny
+
+_STATEMENTS = frozenset({"command", "pipeline", "list", "redirected_statement"})
+_ARGUMENTS = frozenset({"word", "string", "raw_string", "concatenation", "number"})
+_ARG_PARTS = frozenset({"word", "string", "string_content", "raw_string", "number", '"'})
+_BLANKS = frozenset(b" \t\n")
+_COMMAND_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
+
+_NODE_RULES: dict[str, tuple[str, str]] = {
+    "command_substitution": ("syntax.command_substitution", "command substitution `$(…)`/backticks"),
+    "process_substitution": ("syntax.process_substitution", "process substitution `<(…)`/`>(…)`"),
+    "simple_expansion": ("syntax.expansion", "parameter expansion `$X`"),
+    "expansion": ("syntax.expansion", "parameter expansion `${…}`"),
+    "arithmetic_expansion": ("syntax.arithmetic", "arithmetic expansion `$((…))`"),
+    "ansi_c_string": ("syntax.ansi_c_quoting", "ANSI-C quoting `$'…'`"),
+    "translated_string": ("syntax.expansion", 'locale translation `$"…"`'),
+    "subshell": ("syntax.subshell", "a subshell `( … )`"),
+    "compound_statement": ("syntax.group", "a command group `{ …; }`"),
+    "function_definition": ("syntax.function", "a function definition"),
+    "if_statement": ("syntax.control_flow", "`if`"),
+    "for_statement": ("syntax.control_flow", "`for`"),
+    "c_style_for_statement": ("syntax.control_flow", "`for ((…))`"),
+    "while_statement": ("syntax.control_flow", "`while`/`until`"),
+    "case_statement": ("syntax.control_flow", "`case`"),
+    "test_command": ("syntax.control_flow", "a test `[[ … ]]`"),
+    "negated_command": ("syntax.control_flow", "negation `!`"),
+    "heredoc_redirect": ("syntax.heredoc", "a here-document `<<`"),
+    "heredoc_body": ("syntax.heredoc", "a here-document"),
+    "herestring_redirect": ("syntax.herestring", "a here-string `<<<`"),
+    "variable_assignment": ("syntax.assignment", "a variable assignment"),
+    "variable_assignments": ("syntax.assignment", "variable assignments"),
+    "declaration_command": ("syntax.assignment", "`export`/`declare`/`local`"),
+    "unset_command": ("syntax.assignment", "`unset`"),
+    "comment": ("syntax.comment", "a comment"),
+    "brace_expression": ("syntax.brace_expansion", "brace expansion"),
+    "ERROR": ("syntax.parse_error", "a syntax error"),
+}
+
+
+@dataclass(frozen=True)
+class RawRedirect:
+    """A redirect as written: fd (or ''), operator token, and the target word (None for `>&-`)."""
+
+    fd: str
+    op: str
+    target: Word | None
+    target_raw: str
+
+
+@dataclass(frozen=True)
+class RawCommand:
+    name: str
+    args: tuple[Word, ...]
+    redirects: tuple[RawRedirect, ...]
+
+
+@dataclass
+class Walked:
+    commands: list[RawCommand]
+    compound: bool = False  # a pipeline or list: only bash can run it
+
+
+def _text(node: tree_sitter.Node) -> str:
+    raw = node.text
+    return raw.decode("utf-8") if raw is not None else ""
+
+
+def _refuse(node: tree_sitter.Node) -> Deny:
+    rule, what = _NODE_RULES.get(node.type, ("syntax.unsupported", f"`{node.type}`"))
+    if node.type == "command_substitution" and _text(node).startswith("`"):
+        what = "backtick command substitution"
+    if node.is_missing:
+        rule, what = "syntax.parse_error", f"a missing {node.type!r}"
+    return Deny(rule, f"{what} is not allowed")
+
+
+def _check_gaps(node: tree_sitter.Node, source: bytes) -> None:
+    """Between (and around) a node's children only blanks may appear: nothing was skipped."""
+    pos = node.start_byte
+    for child in node.children:
+        if any(b not in _BLANKS for b in source[pos : child.start_byte]):
+            raise Deny("syntax.parse_error", "the parser skipped part of the command")
+        pos = child.end_byte
+    if any(b not in _BLANKS for b in source[pos : node.end_byte]):
+        raise Deny("syntax.parse_error", "the parser skipped part of the command")
+
+
+def walk(tree: tree_sitter.Tree, source: bytes) -> Walked:
+    root = tree.root_node
+    if root.has_error:
+        raise Deny("syntax.parse_error", "the command does not parse as bash", "check quotes and brackets")
+    if root.type != "program":
+        raise _refuse(root)
+    result = Walked(commands=[])
+    _check_gaps(root, source)
+    statements = 0
+    for child in root.children:
+        if child.type in (";", "\n"):
+            continue
+        if child.type == "&":
+            raise Deny("syntax.background", "running commands in the background (`&`) is not allowed")
+        _statement(child, source, result)
+        statements += 1
+    if statements == 0:
+        raise Deny("input.empty", "the command is empty")
+    if statements > 1:
+        result.compound = True
+    return result
+
+
+def _statement(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
+    if node.type not in _STATEMENTS:
+        raise _refuse(node)
+    _check_gaps(node, source)
+    if node.type == "command":
+        result.commands.append(_command(node, source, ()))
+    elif node.type == "redirected_statement":
+        _redirected(node, source, result)
+    elif node.type == "pipeline":
+        result.compound = True
+        for child in node.children:
+            if child.type == "|":
+                continue
+            if child.type == "|&":
+                raise Deny("syntax.pipe_stderr", "`|&` is not allowed", "write `2>&1 |` instead")
+            if child.type not in ("command", "redirected_statement"):
+                raise _refuse(child)
+            _statement(child, source, result)
+    else:  # list
+        result.compound = True
+        for child in node.children:
+            if child.type in ("&&", "||"):
+                continue
+            if not child.is_named:
+                raise Deny("syntax.unsupported", f"the operator {child.type!r} is not allowed")
+            _statement(child, source, result)
+
+
+def _redirected(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
+    body: tree_sitter.Node | None = None
+    redirects: list[RawRedirect] = []
+    for child in node.children:
+        if child.type == "file_redirect":
+            redirects.append(_redirect(child, source))
+        elif body is None and child.type == "command":
+            body = child
+        else:
+            raise _refuse(child)
+    if body is None:
+        raise Deny("syntax.unsupported", "a redirect without a command is not allowed")
+    result.commands.append(_command(body, source, tuple(redirects)))
+
+
+def _command(node: tree_sitter.Node, source: bytes, trailing: tuple[RawRedirect, ...]) -> RawCommand:
+    name: str | None = None
+    args: list[Word] = []
+    redirects: list[RawRedirect] = []
+    prev_end = -1
+    for child in node.children:
+        if child.type == "command_name":
+            name = _command_name(child)
+        elif child.type in _ARGUMENTS:
+            if name is None:
+                raise Deny("syntax.unsupported", "an argument before the command name")
+            if child.start_byte == prev_end:
+                raise Deny("syntax.parse_error", "two words run together; bash would join them")
+            args.append(_argument(child))
+        elif child.type == "file_redirect":
+            redirects.append(_redirect(child, source))
+        else:
+            raise _refuse(child)
+        prev_end = child.end_byte
+    if name is None:
+        raise Deny("syntax.unsupported", "a command without a name")
+    return RawCommand(name=name, args=tuple(args), redirects=tuple(redirects) + trailing)
+
+
+def _command_name(node: tree_sitter.Node) -> str:
+    if len(node.children) != 1 or node.children[0].type != "word":
+        inner = node.children[0] if node.children else node
+        if inner.type in _NODE_RULES:
+            raise _refuse(inner)
+        raise Deny(
+            "syntax.quoted_command_name",
+            "quotes or escapes in a command name are not allowed",
+            "write the program name plainly",
+        )
+    name = _text(node)
+    if _COMMAND_NAME.match(name):
+        return name
+    if any(c in name for c in "\\'\""):
+        raise Deny(
+            "syntax.quoted_command_name",
+            "quotes or escapes in a command name are not allowed",
+            "write the program name plainly",
+        )
+    if not name.isascii():
+        raise Deny("command.non_ascii", f"the command name {name!r} contains non-ASCII characters")
+    if "/" in name:
+        raise Deny(
+            "command.path",
+            f"running a program by path ({name!r}) is not allowed",
+            "call the program by its name, e.g. `pytest` or `python -m pytest`",
+        )
+    # Globs, `$`, `~`, `=`, … in a command name: run through the lexer for the precise rule.
+    unquote(name)
+    raise Deny("command.name_chars", f"the command name {name!r} contains characters that are not allowed")
+
+
+def _check_arg_tree(node: tree_sitter.Node) -> None:
+    for child in node.children:
+        if child.is_missing or child.type not in _ARG_PARTS:
+            raise _refuse(child)
+        _check_arg_tree(child)
+
+
+def _argument(node: tree_sitter.Node) -> Word:
+    _check_arg_tree(node)
+    return unquote(_text(node))
+
+
+def _redirect(node: tree_sitter.Node, source: bytes) -> RawRedirect:
+    _check_gaps(node, source)
+    fd = ""
+    op = ""
+    targets: list[tree_sitter.Node] = []
+    for child in node.children:
+        if child.type == "file_descriptor":
+            fd = _text(child)
+        elif not child.is_named:
+            if op:
+                raise Deny("redirect.operator", "an unusual redirect is not allowed")
+            op = child.type
+        elif child.type in _ARGUMENTS:
+            targets.append(child)
+        else:
+            raise _refuse(child)
+    if len(targets) > 1:
+        raise Deny(
+            "syntax.redirect_position",
+            "words after a redirect target are not allowed",
+            "put redirects at the end of the command",
+        )
+    if not targets:
+        return RawRedirect(fd=fd, op=op, target=None, target_raw="")
+    return RawRedirect(fd=fd, op=op, target=_argument(targets[0]), target_raw=_text(targets[0]))

@@ -1,0 +1,87 @@
+"""The policy is pure: importing it must not pull in process, network, git, LSP or model code.
+
+Runs in a fresh interpreter (click's test_imports style) so other tests' imports cannot hide a
+violation.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+FORBIDDEN_PREFIXES = (
+    "subprocess",
+    "socket",
+    "ssl",
+    "http",
+    "urllib.request",
+    "asyncio",
+    "multiprocessing",
+    "concurrent",
+    "git",
+    "pygls",
+    "lsprotocol",
+    "anthropic",
+    "httpx",
+    "tether.core.sandbox",
+    "tether.core.gate",
+    "tether.core.checkpoints",
+    "tether.core.tools",
+    "tether.core.config",
+    "tether.lsp",
+    "tether.agent",
+    "tether.cli",
+)
+
+SCRIPT = """
+import json, sys
+before = set(sys.modules)
+import tether.core.policy
+from tether.core.policy import decide, PolicySettings
+from pathlib import Path
+decide("git log --oneline | head -3 && ls *.py > out.txt", "command", Path("."), PolicySettings())
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def _imported() -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True, timeout=60
+    )
+    return json.loads(out.stdout)
+
+
+def test_policy_imports_nothing_impure() -> None:
+    modules = _imported()
+    assert "tether.core.policy" in modules  # the check really ran
+    bad = [m for m in modules if any(m == p or m.startswith(p + ".") for p in FORBIDDEN_PREFIXES)]
+    assert bad == []
+
+
+def test_policy_modules_never_import_forbidden_names_in_source() -> None:
+    """Catches lazy imports inside functions, which the subprocess check cannot see."""
+    from pathlib import Path
+
+    import tether.core.policy as policy
+
+    root = Path(policy.__file__).parent
+    offenders = []
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for name in (
+            "subprocess",
+            "socket",
+            "pygls",
+            "anthropic",
+            "import git",
+            "from git",
+            "os.system",
+            "os.popen",
+            "os.exec",
+            "os.spawn",
+            "urllib",
+        ):
+            if name in text:
+                offenders.append(f"{path.name}: {name}")
+    assert offenders == []
