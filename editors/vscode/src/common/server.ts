@@ -59,6 +59,7 @@ export class TetherServer implements vscode.Disposable {
   private restartPromise: Promise<void> | undefined;
   private restartQueued = false;
   private failure: string | undefined;
+  private starting = false;
   private readonly events = new vscode.EventEmitter<TetherEvent>();
   private readonly disposables: vscode.Disposable[] = [];
   /** Permissions chosen with Set Permission Mode; survive restarts, not reloads. */
@@ -114,6 +115,8 @@ export class TetherServer implements vscode.Disposable {
       logWarn(problem);
       void vscode.window.showWarningMessage(`Tether: ${problem}`);
     }
+    const inspected = config.inspect("server.path");
+    logInfo(`tether.server.path: user=${JSON.stringify(inspected?.globalValue)} workspace=${JSON.stringify(inspected?.workspaceValue)} (only the user value is used)`);
     const line = resolveServerCommand(settings, (name) => which(name));
     const apiKey = (await this.secrets.get(API_KEY_SECRET)) ?? process.env[API_KEY_ENV];
     const serverOptions: ServerOptions = {
@@ -132,7 +135,8 @@ export class TetherServer implements vscode.Disposable {
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
         closed: () => {
-          this.fail(`${EXTENSION_NAME}'s server stopped unexpectedly.`);
+          // While starting, start()'s catch reports the failure: one message, not two.
+          if (!this.starting) this.fail(`${EXTENSION_NAME}'s server stopped unexpectedly. Its last words are in the logs.`);
           return { action: CloseAction.DoNotRestart, handled: true };
         },
       },
@@ -144,6 +148,7 @@ export class TetherServer implements vscode.Disposable {
     client.onNotification("tether/event", (event: TetherEvent) => {
       this.events.fire(event);
     });
+    this.starting = true;
     try {
       await client.start();
     } catch (error) {
@@ -151,11 +156,13 @@ export class TetherServer implements vscode.Disposable {
         line.origin === "tether.server.path"
           ? `Check the user setting tether.server.path (${line.command}).`
           : `Install Tether (pip install tether) or set tether.server.path in your user settings (tried ${line.command} ${line.args.join(" ")}).`;
-      this.fail(`Tether's server failed to start: ${(error as Error).message}. ${hint}`);
+      this.starting = false;
+      this.fail(`Tether's server failed to start (${(error as Error).message}; the logs say why). ${hint}`);
       this.client = undefined;
       await client.dispose().catch(() => undefined);
       return;
     }
+    this.starting = false;
     logInfo("server running");
     await this.refreshStatus();
   }

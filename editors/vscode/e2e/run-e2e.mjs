@@ -1,0 +1,402 @@
+#!/usr/bin/env node
+// End-to-end test of the packaged extension in a real VS Code (code-server 4.139 = VS Code 1.139),
+// driven through the command palette by Debian's Chromium with playwright-core.
+//
+// Why code-server: VS Code's own test runners download VS Code builds, which cannot be reached here.
+// Everything runs from temp dirs (user data, extensions, XDG_*, a fresh git workspace), and the whole
+// process group is killed at the end: extension hosts outlive the browser.
+//
+// Usage: node e2e/run-e2e.mjs --vsix tether-0.1.0.vsix --cache <setup-e2e.sh dir> --tether <path>
+//        [--artifacts test-artifacts] [--scenario full|smoke] [--keep]
+// Exit code 0 when every step passed. Prints one line per step with its time.
+import { spawn, execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { parseArgs } from "node:util";
+import { chromium } from "playwright-core";
+
+const { values: opts } = parseArgs({
+  options: {
+    vsix: { type: "string" },
+    cache: { type: "string" },
+    tether: { type: "string" },
+    artifacts: { type: "string", default: "test-artifacts" },
+    scenario: { type: "string", default: "full" },
+    chromium: { type: "string", default: "/usr/bin/chromium" },
+    keep: { type: "boolean", default: false },
+  },
+});
+for (const required of ["vsix", "cache", "tether"]) {
+  if (!opts[required]) {
+    console.error(`missing --${required}`);
+    process.exit(2);
+  }
+}
+
+const STEP_TIMEOUT = 30_000;
+const ORIGINAL = [
+  "def total(items):",
+  "    result = 0",
+  "    for item in items:",
+  "        result += item",
+  "    return result",
+  "",
+  "",
+  "def average(items):",
+  "    if not items:",
+  "        return 0",
+  "    return total(items) / len(items)",
+  "",
+].join("\n");
+// Two separate hunks: a docstring near the top (hunk 1) and a changed fallback at the end (hunk 2).
+const PROPOSED = ORIGINAL.replace('def total(items):\n', 'def total(items):\n    """Sum of items."""\n').replace(
+  "        return 0\n",
+  "        return 0.0\n",
+);
+const AFTER_HUNK_1 = ORIGINAL.replace('def total(items):\n', 'def total(items):\n    """Sum of items."""\n');
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tether-vscode-e2e-"));
+const dirs = {
+  userData: path.join(tmp, "user-data"),
+  extensions: path.join(tmp, "extensions"),
+  workspace: path.join(tmp, "workspace"),
+  xdg: path.join(tmp, "xdg"),
+};
+const artifacts = path.resolve(opts.artifacts);
+const nodeBin = path.join(opts.cache, "node", "bin");
+const codeServer = path.join(opts.cache, "code-server", "node_modules", ".bin", "code-server");
+const env = {
+  ...process.env,
+  PATH: `${nodeBin}:${process.env.PATH ?? ""}`,
+  XDG_CONFIG_HOME: path.join(dirs.xdg, "config"),
+  XDG_DATA_HOME: path.join(dirs.xdg, "data"),
+  XDG_CACHE_HOME: path.join(dirs.xdg, "cache"),
+  XDG_STATE_HOME: path.join(dirs.xdg, "state"),
+  CI: "true",
+};
+delete env.ANTHROPIC_API_KEY; // the e2e never talks to a model
+delete env.VSCODE_IPC_HOOK_CLI;
+
+const results = [];
+let page;
+let server;
+let browser;
+
+function log(message) {
+  console.log(`[e2e] ${message}`);
+}
+
+async function step(name, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true, ms: Date.now() - started });
+    log(`ok   ${name} (${Date.now() - started} ms)`);
+  } catch (error) {
+    results.push({ name, ok: false, ms: Date.now() - started, error });
+    log(`FAIL ${name} (${Date.now() - started} ms): ${error?.stack ?? error}`);
+    await saveArtifacts(name);
+    throw error;
+  }
+}
+
+async function saveArtifacts(name) {
+  fs.mkdirSync(artifacts, { recursive: true });
+  const slug = name.replace(/[^A-Za-z0-9]+/g, "-").toLowerCase();
+  if (page) {
+    const shot = path.join(artifacts, `vscode-e2e-${slug}.png`);
+    await page.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
+    log(`screenshot: ${shot}`);
+  }
+  // The extension's "Tether" log and the extension host log explain most failures.
+  const logs = path.join(dirs.userData, "logs");
+  if (fs.existsSync(logs)) {
+    const dest = path.join(artifacts, `vscode-e2e-logs-${slug}`);
+    fs.cpSync(logs, dest, { recursive: true });
+    log(`logs: ${dest}`);
+  }
+}
+
+function git(...args) {
+  execFileSync("git", args, { cwd: dirs.workspace, stdio: "pipe" });
+}
+
+function prepare() {
+  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dirs.workspace, "stats.py"), ORIGINAL);
+  git("init", "-q", "-b", "main");
+  git("config", "user.email", "e2e@example.invalid");
+  git("config", "user.name", "e2e");
+  git("add", "stats.py");
+  git("commit", "-q", "-m", "initial");
+  fs.mkdirSync(path.join(dirs.userData, "User"), { recursive: true });
+  const settings = {
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "workbench.welcomePage.walkthroughs.openOnInstall": false,
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "chat.disableAIFeatures": true,
+    "security.workspace.trust.enabled": false,
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "files.autoSave": "off",
+    "window.restoreWindows": "none",
+    "editor.accessibilitySupport": "off",
+  };
+  fs.writeFileSync(path.join(dirs.userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
+  // code-server is a *remote* window: machine-scoped settings (tether.server.path) are read from the
+  // server machine's settings, <user-data-dir>/Machine/settings.json, not from User/settings.json.
+  fs.mkdirSync(path.join(dirs.userData, "Machine"), { recursive: true });
+  fs.writeFileSync(path.join(dirs.userData, "Machine", "settings.json"), JSON.stringify({ "tether.server.path": opts.tether }, null, 2));
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function installExtension() {
+  const out = execFileSync(
+    codeServer,
+    ["--user-data-dir", dirs.userData, "--extensions-dir", dirs.extensions, "--install-extension", path.resolve(opts.vsix)],
+    { env, encoding: "utf8", stdio: "pipe" },
+  );
+  if (!/successfully installed/i.test(out)) throw new Error(`install failed:\n${out}`);
+}
+
+async function startCodeServer() {
+  const port = await freePort();
+  const args = [
+    "--bind-addr", `127.0.0.1:${port}`,
+    "--auth", "none",
+    "--disable-telemetry",
+    "--disable-update-check",
+    "--disable-workspace-trust",
+    "--user-data-dir", dirs.userData,
+    "--extensions-dir", dirs.extensions,
+    dirs.workspace,
+  ];
+  const logFile = fs.openSync(path.join(tmp, "code-server.log"), "a");
+  // detached: its own process group, so the extension host and `tether serve` die with it.
+  server = spawn(codeServer, args, { env, detached: true, stdio: ["ignore", logFile, logFile] });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) return url;
+    } catch {
+      // not listening yet
+    }
+    if (server.exitCode !== null) throw new Error(`code-server exited with ${server.exitCode}; see ${tmp}/code-server.log`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error("code-server did not answer /healthz within 60 s");
+}
+
+async function stopCodeServer() {
+  if (!server || server.exitCode !== null) return;
+  const group = -server.pid;
+  try {
+    process.kill(group, "SIGTERM");
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline) {
+    try {
+      process.kill(group, 0);
+    } catch {
+      return; // the whole group is gone
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  try {
+    process.kill(group, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+// --- driving the workbench -------------------------------------------------------------------------
+
+const quickInput = () => page.locator(".quick-input-widget");
+const quickInputBox = () => page.locator(".quick-input-widget .quick-input-box input");
+
+async function waitQuickInputClosed() {
+  await quickInput().waitFor({ state: "hidden", timeout: STEP_TIMEOUT });
+}
+
+/** Open the palette, run the command with this exact title. */
+async function runCommand(title) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  await quickInputBox().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  await quickInputBox().fill(`>${title}`);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+  await row.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  await quickInputBox().press("Enter");
+}
+
+/** In an open quick pick, choose the item whose label is exactly `label`. */
+async function pickItem(label) {
+  await quickInputBox().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  await quickInputBox().fill(label);
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  const exact = rows.filter({ has: page.locator(".label-name", { hasText: new RegExp(`^${escapeRegExp(label)}$`) }) }).first();
+  await exact.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  await exact.click();
+}
+
+/** Choose the first item of an open quick pick. */
+async function pickFirst() {
+  const first = page.locator(".quick-input-list .monaco-list-row").first();
+  await first.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  await quickInputBox().press("Enter");
+}
+
+/** Answer an input box. */
+async function answerInput(text) {
+  await quickInputBox().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  await quickInputBox().fill(text);
+  await quickInputBox().press("Enter");
+  await waitQuickInputClosed();
+}
+
+function escapeRegExp(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+async function statusBarText(pattern) {
+  const item = page.locator(".statusbar-item", { hasText: pattern }).first();
+  await item.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  return item.innerText();
+}
+
+async function waitForFile(expected, what) {
+  const file = path.join(dirs.workspace, "stats.py");
+  const deadline = Date.now() + STEP_TIMEOUT;
+  let actual;
+  while (Date.now() < deadline) {
+    actual = fs.readFileSync(file, "utf8");
+    if (actual === expected) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`stats.py on disk is not ${what}:\n--- expected\n${expected}\n--- actual\n${actual}`);
+}
+
+async function notification(pattern) {
+  const toast = page.locator(".notifications-toasts .notification-toast", { hasText: pattern }).first();
+  await toast.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  return toast.innerText();
+}
+
+// --- scenario --------------------------------------------------------------------------------------
+
+async function main() {
+  const started = Date.now();
+  await step("prepare workspace and user settings", async () => prepare());
+  await step("install the .vsix into code-server", async () => installExtension());
+  let url;
+  await step("start code-server", async () => {
+    url = await startCodeServer();
+  });
+  await step("open the workspace in Chromium", async () => {
+    browser = await chromium.launch({
+      executablePath: opts.chromium,
+      headless: true,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(`${url}/?folder=${encodeURIComponent(dirs.workspace)}`);
+    await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: 60_000 });
+  });
+
+  if (opts.scenario === "smoke") {
+    await step("status bar shows Tether", async () => {
+      await statusBarText(/Tether/);
+    });
+    await step("Show Server Logs opens the Tether log", async () => {
+      await runCommand("Tether: Show Server Logs");
+      await page.locator(".part.panel .monaco-editor", { hasText: /Tether|tether/ }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    });
+  } else {
+    await step("server starts: status bar shows permissions", async () => {
+      const text = await statusBarText(/Tether: none/);
+      log(`status bar: ${text.replace(/\s+/g, " ")}`);
+    });
+    await step("Set Permission Mode → read", async () => {
+      await runCommand("Tether: Set Permission Mode");
+      await pickItem("read");
+      await statusBarText(/Tether: read\b/);
+    });
+    await step("Run Tool (JSON)… write_file makes a proposal (dry run without write)", async () => {
+      await runCommand("Tether: Run Tool (JSON)…");
+      await answerInput(JSON.stringify({ name: "write_file", input: { path: "stats.py", content: PROPOSED } }));
+      await notification(/proposed a change to stats\.py/);
+      await statusBarText(/1 pending/);
+      await waitForFile(ORIGINAL, "unchanged by a dry run");
+    });
+    await step("Show Proposal Diff opens the diff editor", async () => {
+      await runCommand("Tether: Show Proposal Diff");
+      await page.locator(".monaco-diff-editor").first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+      await page.locator(".tab", { hasText: /Tether proposal/ }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+      await page.locator(".monaco-diff-editor .modified .view-lines", { hasText: "Sum of items." }).waitFor({ timeout: STEP_TIMEOUT });
+    });
+    await step("Accept Hunk at the cursor (hunk 1 only)", async () => {
+      // Put the cursor on line 2 of the proposed side (the docstring), via Go to Line.
+      await page.locator(".monaco-diff-editor .modified .view-lines").first().click();
+      await page.keyboard.press("F1");
+      await quickInputBox().fill(":2");
+      await quickInputBox().press("Enter");
+      await waitQuickInputClosed();
+      await runCommand("Tether: Accept Hunk");
+      await notification(/applied hunk 1 of stats\.py/);
+      await waitForFile(AFTER_HUNK_1, "the original plus hunk 1");
+    });
+    await step("Rollback… restores the file after a modal confirmation", async () => {
+      await runCommand("Tether: Rollback…");
+      await pickFirst();
+      const dialog = page.locator(".monaco-dialog-box");
+      await dialog.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+      const text = await dialog.innerText();
+      if (!/stats\.py/.test(text)) throw new Error(`confirmation does not name the file:\n${text}`);
+      await dialog.locator(".monaco-button", { hasText: "Roll Back" }).click();
+      await notification(/rolled back/);
+      await waitForFile(ORIGINAL, "restored to the original");
+    });
+    await step("Show Tool Log lists the calls, newest first", async () => {
+      await runCommand("Tether: Show Tool Log");
+      await pickItem("All entries");
+      const view = page.locator(".editor-instance .view-lines", { hasText: "Tether tool log" }).first();
+      await view.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+      await page.locator(".editor-instance .view-lines", { hasText: "write_file" }).first().waitFor({ timeout: STEP_TIMEOUT });
+    });
+  }
+  log(`total ${Date.now() - started} ms`);
+}
+
+let failed = false;
+try {
+  await main();
+} catch {
+  failed = true;
+} finally {
+  await browser?.close().catch(() => undefined);
+  await stopCodeServer();
+  if (!opts.keep) fs.rmSync(tmp, { recursive: true, force: true });
+  else log(`kept ${tmp}`);
+}
+const passed = results.filter((r) => r.ok).length;
+console.log(`${passed} passed, ${results.length - passed} failed`);
+process.exit(failed ? 1 : 0);
