@@ -10,6 +10,7 @@ segment refuses the whole command. Nothing here raises: unexpected errors become
 
 from __future__ import annotations
 
+import fnmatch
 import glob as globmod
 import os
 import unicodedata
@@ -173,11 +174,13 @@ def _expand(word: Word, workspace: Path, settings: PolicySettings) -> list[str]:
 
 
 def fnmatchdots(part: str) -> bool:
-    """Could this glob component match `..`? (bash ≥5.2 skips dots, older bash and dotglob may not)."""
-    import fnmatch
-
-    return any(c in part for c in "*?[") and (
-        fnmatch.fnmatchcase("..", part) or fnmatch.fnmatchcase(".", part)
+    """Could this glob component match `.` or `..`? Only a pattern starting with a literal dot can
+    (bash never lets `*` or `[.]` match a leading dot; bash >= 5.2 skips `.`/`..` altogether, but
+    the sandbox's bash may be older)."""
+    return (
+        part.startswith(".")
+        and any(c in part for c in "*?[")
+        and (fnmatch.fnmatchcase("..", part) or fnmatch.fnmatchcase(".", part))
     )
 
 

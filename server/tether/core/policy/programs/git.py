@@ -190,7 +190,7 @@ _DIFFLOG = _DIFF_FLAGS + " " + _LOG_FLAGS
 SPECS: dict[str, Spec] = {
     "status": _git_spec(
         "status",
-        "-s --short -b --branch --porcelain --long -v --verbose -z --no-ahead-behind --ahead-behind "
+        "-s --short -b --branch --long -v --verbose -z --no-ahead-behind --ahead-behind "
         "--renames --no-renames --show-stash --no-column",
         {"--find-renames": "text"},
         {
