@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
-from tether.core.tools.ignore import matches_glob, walk_files
+from tether.core.tools.ignore import walk_files
 from tether.core.tools.inputs import Prepared, resolve, validate
 from tether.errors import ToolInputError
 
@@ -174,7 +174,7 @@ def search_rg(rg: str, q: Query, stop_after: int) -> list[FileHits]:
             proc.kill()
         _, err = proc.communicate(timeout=RG_TIMEOUT)
     if proc.returncode == 2 and not files:
-        message = err.decode("utf-8", "replace").strip()
+        message = err.decode("utf-8", "replace").strip().removeprefix("rg: ")
         raise ToolInputError(f"grep: ripgrep refused the search: {message}")
     return files
 
@@ -192,12 +192,8 @@ def search_python(q: Query) -> list[FileHits]:
         regex = re.compile(q.pattern, flags)
     except re.error as exc:
         raise ToolInputError(f"grep: invalid regular expression {q.pattern!r}: {exc}") from exc
-    negate = q.glob is not None and q.glob.startswith("!")
-    glob = q.glob[1:] if q.glob and negate else q.glob
     files: list[FileHits] = []
-    for rel in sorted(walk_files(q.workspace, q.start)):
-        if glob is not None and matches_glob(glob, rel) == negate:
-            continue
+    for rel in sorted(walk_files(q.workspace, q.start, glob=q.glob)):
         try:
             data = (q.workspace / rel).read_bytes()
         except OSError:
