@@ -1,0 +1,349 @@
+"""`bash_command`: one shell command, decided by the policy, run in the sandbox, bounded.
+
+Why both forms: `{command: "ls -la | head"}` (seeds 000/003) is what models write; the argv form
+`{command: "cat", args: ["a.txt"]}` (seed 004) never touches a shell. Either way the policy sees
+the command after the user's transformations, a simple command is exec'd as the argv the policy
+checked (quote removal done by the policy, not by a shell), and only a policy-approved compound
+command runs under `bash --noprofile --norc -c` — inside the sandbox.
+
+The permission the call needs follows the policy's mode: a command allowed in `read` mode (ls,
+cat, git log, …) needs `read`; anything else needs `command` and is treated as mutating (the gate
+checkpoints first). Without the permission the call is a dry run that shows exactly what would run.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tether.core.config import EffectiveConfig, Transform
+from tether.core.permissions import Permission
+from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
+from tether.core.sandbox.base import RunRequest, RunResult
+from tether.core.sandbox.env import sandbox_env
+from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
+from tether.core.tools.inputs import Prepared, failure, resolve, validate
+from tether.errors import PolicyDenied, SandboxUnavailable, ToolInputError
+
+TRUNCATION_SUGGESTION = "Use output filtering or pagination"
+_SHELL_CHARS = frozenset("|&;<>()$`\\\"'*?[]{}~#\n")
+
+SPEC = ToolSpec(
+    name="bash_command",
+    description=(
+        "Run a shell command in the workspace, inside a sandbox (read-only system, no network, "
+        "no secrets). Commands are checked against an allowlist first; pipelines and && lists are "
+        "allowed when every part is. Give `reason` (why you run it). Alternatively pass the program "
+        "in `command` and its arguments in `args` to run without any shell. Output is capped; long "
+        "output keeps its beginning and end."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 10000,
+                "description": "The command line, or the program name when `args` is given.",
+            },
+            "args": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": 10000},
+                "maxItems": 1000,
+                "description": "Arguments for the program in `command`; runs without a shell.",
+            },
+            "reason": {"type": "string", "maxLength": 2000, "description": "Why this command is run."},
+            "directory": {
+                "type": "string",
+                "maxLength": 4096,
+                "description": "Working directory relative to the workspace (default: its root).",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    },
+)
+
+# Documented presets (docs/sandbox.md), off by default: copy them into the user config to use them.
+TRANSFORM_PRESETS: tuple[Transform, ...] = (
+    Transform(match="pytest", append="--tb=short --maxfail=5", description="short pytest tracebacks"),
+    Transform(match="python -m pytest", append="--tb=short --maxfail=5", description="same, via python -m"),
+    Transform(match="npm test", append="-- --silent", description="quieter npm test output"),
+)
+
+
+# --- transformations ----------------------------------------------------------------------------
+
+
+def _is_simple(command: str) -> bool:
+    return not any(ch in _SHELL_CHARS for ch in command)
+
+
+def apply_transforms(
+    command: str, args: Sequence[str] | None, transforms: Sequence[Transform]
+) -> tuple[str, list[str] | None, list[str]]:
+    """Apply the first matching rule; returns (command, args, descriptions of what was applied).
+
+    A rule matches when the command's first words are exactly `match`'s words, and only for a
+    simple command (no shell syntax), so an appended flag can never land on the wrong program of a
+    pipeline. Tokens already present are not appended twice.
+    """
+    for rule in transforms:
+        want = rule.match.split()
+        extra = shlex.split(rule.append) if rule.append else []
+        if not want or not extra:
+            continue
+        if args is not None:
+            words = [command, *args]
+            if words[: len(want)] == want:
+                missing = [t for t in extra if t not in words]
+                if missing:
+                    return command, [*args, *missing], [_describe(rule)]
+            continue
+        if not _is_simple(command):
+            continue
+        words = command.split()
+        if words[: len(want)] == want:
+            missing = [t for t in extra if t not in words]
+            if missing:
+                return f"{command.rstrip()} {shlex.join(missing)}", None, [_describe(rule)]
+    return command, None if args is None else list(args), []
+
+
+def _describe(rule: Transform) -> str:
+    return rule.description or f"{rule.match} → append {rule.append}"
+
+
+# --- concurrency --------------------------------------------------------------------------------
+
+_sem_lock = threading.Lock()
+_semaphores: dict[int, threading.BoundedSemaphore] = {}
+
+
+def _semaphore(limit: int) -> threading.BoundedSemaphore:
+    """One process-wide semaphore per configured limit: all sessions share the machine's cores."""
+    with _sem_lock:
+        sem = _semaphores.get(limit)
+        if sem is None:
+            sem = _semaphores[limit] = threading.BoundedSemaphore(max(1, limit))
+        return sem
+
+
+# --- the prepared call --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything decided before running: shown by the dry run, used by execute."""
+
+    display: str  # the command as shown (after transformations)
+    original: str
+    reason: str
+    argv: tuple[str, ...] | None
+    script: str | None
+    cwd: Path
+    workspace: Path
+    decision: Decision
+    permission: Permission
+    transforms: tuple[str, ...]
+    timeout: float
+    max_output_bytes: int
+    protected: tuple[Path, ...]
+    env_passthrough: tuple[str, ...]
+    max_parallel: int
+
+    def request(self) -> RunRequest:
+        return RunRequest(
+            argv=self.argv,
+            script=self.script,
+            cwd=self.cwd,
+            workspace=self.workspace,
+            timeout=self.timeout,
+            max_output_bytes=self.max_output_bytes,
+            protected=self.protected,
+            env_passthrough=self.env_passthrough,
+        )
+
+
+def _decide(
+    command: str, args: list[str] | None, ws: Path, config: EffectiveConfig
+) -> tuple[Decision, Permission]:
+    """Read mode first (needs only `read`), then command mode; PolicyDenied when neither allows."""
+    settings = config.policy
+
+    def run(mode: Any) -> Decision:
+        if args is not None:
+            return decide_argv([command, *args], mode, ws, settings)
+        return decide(command, mode, ws, settings)
+
+    as_read = run("read")
+    if as_read.allowed:
+        return as_read, "read"
+    as_command = run("command")
+    if as_command.allowed:
+        return as_command, "command"
+    payload = as_command.error_payload()
+    raise PolicyDenied(str(payload["error"]), decision=as_command)
+
+
+def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
+    a = validate(SPEC, args)
+    original: str = a["command"]
+    raw_args: list[str] | None = a.get("args")
+    command, argv_args, applied = apply_transforms(original, raw_args, ctx.config.transforms)
+    ws = Path(ctx.workspace).resolve()
+    cwd = ws
+    if a.get("directory") not in (None, "", "."):
+        where = resolve(a["directory"], ws, write=False, settings=ctx.config.policy, tool="bash_command")
+        if not where.path.is_dir():
+            raise ToolInputError(f"bash_command: directory {a['directory']!r} is not a directory")
+        cwd = where.path
+    decision, permission = _decide(command, argv_args, ws, ctx.config)
+    argv: tuple[str, ...] | None
+    if argv_args is not None:
+        exact = (command, *argv_args)
+        argv, script, display = exact, None, shlex.join(exact)
+    elif decision.needs_shell:
+        argv, script, display = None, command, command
+    else:
+        if len(decision.segments) != 1:  # the policy promised one simple command; refuse otherwise
+            raise PolicyDenied("bash_command: the policy returned no single command to run", decision)
+        argv, script, display = decision.segments[0].argv, None, command
+    sandbox = ctx.config.sandbox
+    return Plan(
+        display=display,
+        original=original if raw_args is None else shlex.join([original, *raw_args]),
+        reason=a.get("reason", ""),
+        argv=argv,
+        script=script,
+        cwd=cwd,
+        workspace=ws,
+        decision=decision,
+        permission=permission,
+        transforms=tuple(applied),
+        timeout=sandbox.command_timeout,
+        max_output_bytes=sandbox.max_output_bytes,
+        protected=tuple(protected_write_paths(ws, ctx.config.policy)),
+        env_passthrough=sandbox.env_passthrough,
+        max_parallel=sandbox.max_parallel,
+    )
+
+
+def _transform_fields(plan: Plan) -> dict[str, Any]:
+    if not plan.transforms:
+        return {}
+    return {"original_command": plan.original, "command": plan.display, "transforms": list(plan.transforms)}
+
+
+def dry_run(ctx: ToolContext, plan: Plan) -> ToolOutcome:
+    try:
+        backend = ctx.runner().name
+    except SandboxUnavailable as exc:
+        backend = f"unavailable ({exc})"
+    env_names = sorted(sandbox_env(plan.env_passthrough))
+    hint = "--tool=command" if plan.permission == "command" else "--tool=read"
+    text = (
+        f"Dry-run: would execute command: {plan.display}\nReason: {plan.reason}\n"
+        f"Use {hint} or --tool=all to execute"
+    )
+    if plan.transforms:
+        text += f"\n(transformed from: {plan.original})"
+    result: dict[str, Any] = {
+        "dry_run": True,
+        "command": plan.display,
+        "reason": plan.reason,
+        "argv": list(plan.argv) if plan.argv is not None else None,
+        "script": plan.script,
+        "shell": None if plan.script is None else ["bash", "--noprofile", "--norc", "-c"],
+        "cwd": str(plan.cwd),
+        "backend": backend,
+        "limits": {"timeout_seconds": plan.timeout, "max_output_bytes": plan.max_output_bytes},
+        "env": env_names,
+        "permission_needed": plan.permission,
+        **_transform_fields(plan),
+    }
+    return ToolOutcome(ok=True, result=result, text=text, sandbox=backend)
+
+
+def shape_result(plan: Plan, run: RunResult) -> ToolOutcome:
+    """Seed result shapes: success, failure (`command failed: exit code N`) and timeout."""
+    result: dict[str, Any] = {
+        "stdout": run.stdout,
+        "stderr": run.stderr,
+        "exit_code": run.exit_code,
+        "duration_ms": run.duration_ms,
+    }
+    error: str | None = None
+    if run.timed_out:
+        error = f"command timeout after {plan.timeout:g}s"
+    elif run.cancelled:
+        error = "command cancelled"
+    elif run.exit_code != 0:
+        error = f"command failed: exit code {run.exit_code}"
+    if error is not None:
+        result["error"] = error
+    if run.stdout_truncated:
+        result["stdout_truncated"] = True
+    if run.stderr_truncated:
+        result["stderr_truncated"] = True
+    if run.stdout_truncated or run.stderr_truncated:
+        result["suggestion"] = TRUNCATION_SUGGESTION
+    if run.binary_output:
+        result["binary_output"] = True
+    if run.warning:
+        result["warning"] = run.warning
+    result.update(_transform_fields(plan))
+    parts = [run.stdout.rstrip("\n")] if run.stdout else []
+    if run.stderr:
+        parts.append("[stderr]\n" + run.stderr.rstrip("\n"))
+    if error is not None:
+        parts.append(f"Error: {error}")
+    if "suggestion" in result:
+        parts.append(f"(output truncated: {TRUNCATION_SUGGESTION})")
+    if run.warning:
+        parts.insert(0, run.warning)
+    text = "\n".join(parts) if parts else "(no output)"
+    warnings = [run.warning] if run.warning else []
+    return ToolOutcome(
+        ok=error is None,
+        result=result,
+        text=text,
+        error=error,
+        sandbox=run.warning or run.backend,
+        warnings=warnings,
+    )
+
+
+def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
+    runner = ctx.runner()  # SandboxUnavailable → a failed outcome (fail closed, nothing ran)
+    sem = _semaphore(plan.max_parallel)
+    while not sem.acquire(timeout=0.1):
+        if ctx.cancel.is_set():
+            return failure("command cancelled before it started", exit_code=-1)
+    try:
+        run = runner.run(plan.request(), ctx.cancel)
+    finally:
+        sem.release()
+    return shape_result(plan, run)
+
+
+class BashCommandTool:
+    spec = SPEC
+
+    def prepare(self, ctx: ToolContext, args: Mapping[str, Any]) -> Prepared:
+        plan = make_plan(ctx, args)
+        return Prepared(
+            permission=plan.permission,
+            mutating=plan.permission == "command",
+            summary=f"bash_command({plan.display})",
+            run=lambda: execute(ctx, plan),
+            preview=lambda: dry_run(ctx, plan),
+            decision=plan.decision.to_json(),
+        )
+
+
+BashTool = BashCommandTool

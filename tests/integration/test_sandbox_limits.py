@@ -1,0 +1,136 @@
+"""Limits on every backend that runs here: timeout kills the tree, output is capped while
+streaming (memory stays bounded), binary output is safe, cancellation stops the command."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import threading
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from tether.core.sandbox import STRENGTH_ORDER, RunRequest, make_runner, probe_backend
+from tether.core.sandbox.base import Runner
+
+
+@pytest.fixture(params=STRENGTH_ORDER)
+def runner(request: pytest.FixtureRequest) -> Runner:
+    status = probe_backend(str(request.param))
+    if not status.available:
+        pytest.skip(f"backend {request.param} cannot run here: {status.reason}")
+    return make_runner(str(request.param))
+
+
+def _req(ws: Path, script: str, *, timeout: float = 30, cap: int = 500_000) -> RunRequest:
+    return RunRequest(argv=None, script=script, cwd=ws, workspace=ws, timeout=timeout, max_output_bytes=cap)
+
+
+def _alive_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if marker.encode() in fh.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return found
+
+
+def test_simple_argv_and_exit_codes(runner: Runner, tmp_path: Path) -> None:
+    ok = runner.run(RunRequest(("echo", "a b", "$HOME"), None, tmp_path, tmp_path, 30, 1000))
+    assert (ok.stdout, ok.exit_code, ok.timed_out) == ("a b $HOME\n", 0, False)
+    assert ok.backend == runner.name
+    fail = runner.run(_req(tmp_path, "echo out; echo err >&2; exit 3"))
+    assert (fail.stdout, fail.stderr, fail.exit_code) == ("out\n", "err\n", 3)
+    killed = runner.run(_req(tmp_path, "kill -9 $$"))
+    assert killed.exit_code == 137
+
+
+def test_timeout_kills_grandchildren_and_keeps_partial_output(runner: Runner, tmp_path: Path) -> None:
+    marker = f"{400 + secrets.randbelow(500)}.{secrets.randbelow(10**6)}"
+    script = (
+        f"echo before; echo err-before >&2; (sleep {marker} & setsid sleep {marker} & wait) & sleep {marker}"
+    )
+    result = runner.run(_req(tmp_path, script, timeout=1.5))
+    assert result.timed_out
+    assert result.exit_code == -1
+    assert result.stdout == "before\n"
+    assert result.stderr == "err-before\n"
+    assert _alive_with(marker) == []
+
+
+@pytest.mark.slow
+def test_one_gigabyte_is_capped_with_bounded_memory(runner: Runner, tmp_path: Path) -> None:
+    cap = 100_000
+    tracemalloc.start()
+    try:
+        result = runner.run(
+            _req(tmp_path, "head -c 1000000000 /dev/zero | tr '\\0' 'x'; echo; echo END", cap=cap)
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 0
+    assert result.stdout_truncated
+    assert result.stdout_bytes == 1_000_000_000 + 5
+    assert result.stdout.startswith("x" * 1000)
+    assert result.stdout.endswith("xxx\nEND\n")
+    assert "bytes truncated …]" in result.stdout
+    assert len(result.stdout.encode()) < cap + 200
+    # Python-level allocations during the whole run stay within a few times the cap.
+    assert peak < 8 * cap + 2_000_000, f"peak traced memory {peak} bytes"
+
+
+def test_binary_output_is_decoded_safely(runner: Runner, tmp_path: Path) -> None:
+    result = runner.run(_req(tmp_path, "printf 'ok\\377\\376\\000end'; head -c 3000 /dev/urandom >&2"))
+    assert result.binary_output
+    assert result.stdout.startswith("ok\ufffd\ufffd")
+    assert result.stdout.endswith("end")
+    result.stdout.encode("utf-8")  # always valid text
+    result.stderr.encode("utf-8")
+    text = runner.run(_req(tmp_path, "printf 'héllo ✓\\n'"))
+    assert text.stdout == "héllo ✓\n"
+    assert not text.binary_output
+
+
+def test_cancel_stops_the_command(runner: Runner, tmp_path: Path) -> None:
+    marker = f"{300 + secrets.randbelow(500)}.{secrets.randbelow(10**6)}"
+    cancel = threading.Event()
+    timer = threading.Timer(0.5, cancel.set)
+    timer.start()
+    try:
+        result = runner.run(_req(tmp_path, f"echo started; sleep {marker}", timeout=120), cancel)
+    finally:
+        timer.cancel()
+    assert result.cancelled
+    assert not result.timed_out
+    assert result.exit_code == -1
+    assert result.stdout == "started\n"
+    assert _alive_with(marker) == []
+
+
+def test_stdin_is_empty_and_cwd_is_honoured(runner: Runner, tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    result = runner.run(RunRequest(None, "pwd; cat; echo done", sub, tmp_path, 30, 10_000))
+    assert result.stdout == f"{sub}\ndone\n"
+
+
+def test_environment_is_allowlisted(runner: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    monkeypatch.setenv("MY_SETTING", "visible")
+    request = RunRequest(("env",), None, tmp_path, tmp_path, 30, 100_000, env_passthrough=("MY_SETTING",))
+    result = runner.run(request)
+    assert "secret" not in result.stdout
+    assert "MY_SETTING=visible" in result.stdout
+    assert "GIT_CONFIG_GLOBAL=/dev/null" in result.stdout

@@ -1,0 +1,102 @@
+"""The environment allowlist and the hardened git configuration."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tether.core.sandbox.env import hardened_git_env, rejected_passthrough, sandbox_env
+
+
+def _pairs(env: dict[str, str]) -> dict[str, str]:
+    count = int(env["GIT_CONFIG_COUNT"])
+    return {env[f"GIT_CONFIG_KEY_{i}"]: env[f"GIT_CONFIG_VALUE_{i}"] for i in range(count)}
+
+
+def test_only_allowlisted_names_pass() -> None:
+    source = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "xterm",
+        "TZ": "UTC",
+        "USER": "u",
+        "ANTHROPIC_API_KEY": "sk-ant",
+        "AWS_SECRET_ACCESS_KEY": "aws",
+        "GITHUB_TOKEN": "ghp",
+        "SSH_AUTH_SOCK": "/run/ssh",
+        "LD_PRELOAD": "/evil.so",
+        "MY_TOOL_HOME": "/opt/tool",
+        "MY_API_KEY": "k",
+    }
+    env = sandbox_env(("MY_TOOL_HOME", "MY_API_KEY"), source=source)
+    plain = {k: v for k, v in env.items() if not k.startswith(("GIT_", "PAGER"))}
+    assert plain == {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "xterm",
+        "TZ": "UTC",
+        "USER": "u",
+        "MY_TOOL_HOME": "/opt/tool",
+    }
+    assert rejected_passthrough(("MY_TOOL_HOME", "MY_API_KEY", "GH_TOKEN")) == ["MY_API_KEY", "GH_TOKEN"]
+
+
+def test_path_has_a_default() -> None:
+    assert sandbox_env(source={})["PATH"].startswith("/usr/local/sbin")
+
+
+def test_hardened_git_env_neutralises_program_keys() -> None:
+    env = hardened_git_env()
+    assert env["GIT_CONFIG_NOSYSTEM"] == "1"
+    assert env["GIT_CONFIG_GLOBAL"] == "/dev/null"
+    pairs = _pairs(env)
+    assert pairs["core.fsmonitor"] == "false"
+    assert pairs["core.hooksPath"] == "/dev/null"
+    assert pairs["core.pager"] == "cat"
+    assert pairs["core.sshCommand"] == "false"
+    assert pairs["credential.helper"] == ""
+
+
+def test_repository_drivers_are_found_and_emptied(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for key, value in [
+        ("filter.lfs.clean", "evil"),
+        ("filter.Weird-Name.process", "evil"),
+        ("diff.bin.textconv", "evil"),
+        ("merge.ours.driver", "evil"),
+        ("diff.external", "evil"),
+        ("user.name", "not a driver"),
+    ]:
+        subprocess.run(["git", "-C", str(tmp_path), "config", key, value], check=True)
+    pairs = _pairs(hardened_git_env(tmp_path))
+    for key in (
+        "filter.lfs.clean",
+        "filter.Weird-Name.process",
+        "diff.bin.textconv",
+        "merge.ours.driver",
+        "diff.external",
+    ):
+        assert pairs[key] == "", key
+    assert "user.name" not in pairs
+
+
+def test_git_really_runs_no_repository_program(tmp_path: Path) -> None:
+    """Real git with the hardened env: fsmonitor, pager and a clean filter stay unrun."""
+    ws = tmp_path
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / "a.txt").write_text("a\n")
+    for key, value in [
+        ("core.fsmonitor", f"touch {ws}/ran-fsmonitor; false"),
+        ("core.pager", f"touch {ws}/ran-pager; cat"),
+        ("filter.x.clean", f"touch {ws}/ran-filter; cat"),
+    ]:
+        subprocess.run(["git", "-C", str(ws), "config", key, value], check=True)
+    (ws / ".gitattributes").write_text("*.txt filter=x\n")
+    env = sandbox_env(source={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, workspace=ws)
+    for cmd in (["status"], ["-p", "log"], ["add", "a.txt"]):
+        subprocess.run(["git", "-C", str(ws), *cmd], env=env, capture_output=True, check=False)
+    assert sorted(p.name for p in ws.iterdir() if p.name.startswith("ran-")) == []

@@ -1,0 +1,176 @@
+"""Profile pieces: bwrap mount order, firejail flags, landlock rule plan, protected placeholders,
+and fail-closed backend selection."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tether.core.config import SandboxSettings
+from tether.core.sandbox import BackendStatus, RunRequest, probe, select_runner
+from tether.core.sandbox.bwrap import bwrap_args
+from tether.core.sandbox.firejail import firejail_args
+from tether.core.sandbox.landlock import READ, WRITE_FILE, handled_fs, plan_rules
+from tether.core.sandbox.profile import masked_paths, pinned_protected
+from tether.errors import SandboxUnavailable
+
+
+def _request(ws: Path, argv: tuple[str, ...] = ("true",)) -> RunRequest:
+    return RunRequest(argv=argv, script=None, cwd=ws, workspace=ws, timeout=5, max_output_bytes=100)
+
+
+def test_request_needs_exactly_one_of_argv_and_script(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        RunRequest(argv=("ls",), script="ls", cwd=tmp_path, workspace=tmp_path, timeout=1, max_output_bytes=1)
+    with pytest.raises(ValueError, match="exactly one"):
+        RunRequest(argv=None, script=None, cwd=tmp_path, workspace=tmp_path, timeout=1, max_output_bytes=1)
+    script = RunRequest(None, "a | b", tmp_path, tmp_path, 1, 1)
+    assert script.command_argv() == ("bash", "--noprofile", "--norc", "-c", "a | b")
+
+
+def test_bwrap_mount_order(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    protected = (ws / ".git",)
+    args = bwrap_args(_request(ws), protected, "bwrap")
+    joined = " ".join(args)
+    # Private /tmp first, then the workspace (which lives under /tmp here), then protected binds.
+    assert joined.index("--tmpfs /tmp") < joined.index(f"--bind {ws} {ws}")
+    assert joined.index(f"--bind {ws} {ws}") < joined.index(f"--ro-bind {ws}/.git {ws}/.git")
+    for flag in ("--unshare-all", "--die-with-parent", "--new-session", "--cap-drop"):
+        assert flag in args
+    assert args[args.index("--ro-bind") + 1 : args.index("--ro-bind") + 3] == ["/", "/"]
+    assert args[-2:] == ["--", "true"]
+
+
+def test_bwrap_masks_come_after_the_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = Path("/var/tmp") / f"tether-unit-home-{os.getpid()}"
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    try:
+        monkeypatch.setenv("HOME", str(home))
+        assert home / ".ssh" in masked_paths()
+        args = bwrap_args(_request(home), (), "bwrap")  # the workspace is the home directory itself
+        joined = " ".join(args)
+        assert joined.index(f"--bind {home} {home}") < joined.index(f"--tmpfs {home}/.ssh")
+    finally:
+        (home / ".ssh").rmdir()
+        home.rmdir()
+
+
+def test_firejail_has_the_seed_flags_and_a_read_only_root(tmp_path: Path) -> None:
+    args = firejail_args(_request(tmp_path), (tmp_path / ".git",), "firejail")
+    for flag in ("--noprofile", "--private-tmp", "--private-dev", "--noroot", "--net=none", "--quiet"):
+        assert flag in args
+    assert f"--whitelist={tmp_path}" in args
+    assert args.index("--read-only=/") < args.index(f"--read-write={tmp_path}")
+    assert args.index(f"--read-write={tmp_path}") < args.index(f"--read-only={tmp_path}/.git")
+
+
+def test_firejail_refuses_paths_it_would_misparse(tmp_path: Path) -> None:
+    ws = tmp_path / "a,b"
+    with pytest.raises(SandboxUnavailable, match="comma"):
+        firejail_args(_request(ws), (), "firejail")
+
+
+def test_landlock_plan_never_grants_write_on_protected_paths(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / "src").mkdir()
+    (ws / "README").write_text("x")
+    (ws / "link").symlink_to("/etc")
+    secret = tmp_path / "home" / ".ssh"
+    secret.mkdir(parents=True)
+    rules = dict(plan_rules(ws, (ws / ".git", ws / ".envrc"), [secret], tmp_path / "t", 7))
+    full = handled_fs(7)
+    assert rules[str(ws)] == READ  # the root: read only, so .envrc cannot be created
+    assert rules[str(ws / "src")] == full
+    assert rules[str(ws / "README")] == full
+    assert str(ws / ".git") not in rules  # inherits read from the workspace root only
+    assert str(ws / "link") not in rules  # never granted through a symlink
+    assert str(secret) not in rules
+    assert not any(p.startswith(str(secret)) for p in rules)
+    for path, rights in rules.items():
+        if rights & WRITE_FILE:
+            assert not path.startswith(str(ws / ".git")), path
+
+
+def test_placeholders_exist_during_the_run_and_vanish_after(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    protected = (tmp_path / ".git", tmp_path / ".envrc", tmp_path / ".github" / "workflows")
+    with pinned_protected(tmp_path, protected) as pinned:
+        assert set(pinned.placeholders) == {tmp_path / ".envrc", tmp_path / ".github"}
+        assert (tmp_path / ".envrc").is_file()
+        with pinned_protected(tmp_path, protected) as inner:  # a concurrent run shares them
+            assert set(inner.placeholders) == set(pinned.placeholders)
+        assert (tmp_path / ".envrc").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".git"]
+
+
+def test_placeholder_with_content_is_left_alone(tmp_path: Path) -> None:
+    with pinned_protected(tmp_path, (tmp_path / ".envrc",)):
+        (tmp_path / ".envrc").chmod(0o644)
+        (tmp_path / ".envrc").write_text("the user wrote this meanwhile\n")
+    assert (tmp_path / ".envrc").read_text() == "the user wrote this meanwhile\n"
+
+
+def test_paths_outside_the_workspace_are_ignored(tmp_path: Path) -> None:
+    with pinned_protected(tmp_path / "ws", (tmp_path / "elsewhere",)) as pinned:
+        assert pinned.paths == ()
+    assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.fixture
+def no_backends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pretend every backend failed its probe (the probe cache is what select_runner consults)."""
+    fake = {name: BackendStatus(name, False, f"{name} broken for the test") for name in probe.STRENGTH_ORDER}
+    fake["none"] = BackendStatus("none", True, "no isolation")
+    monkeypatch.setattr(probe, "_cache", fake)
+
+
+@pytest.mark.usefixtures("no_backends")
+def test_auto_with_nothing_working_fails_closed() -> None:
+    with pytest.raises(SandboxUnavailable, match="no sandbox backend works here") as info:
+        select_runner(SandboxSettings(backend="auto"))
+    assert 'backend = "none"' in str(info.value)
+
+
+@pytest.mark.usefixtures("no_backends")
+@pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
+def test_configured_backend_that_cannot_start_fails_closed(backend: str) -> None:
+    with pytest.raises(SandboxUnavailable, match=f"{backend} broken for the test"):
+        select_runner(SandboxSettings(backend=backend))  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("no_backends")
+def test_none_only_when_configured() -> None:
+    assert select_runner(SandboxSettings(backend="none")).name == "none"
+
+
+def test_missing_binary_is_reported_not_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether.core.sandbox import firejail
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    firejail.find_firejail.cache_clear()
+    try:
+        status = probe._probe("firejail")
+    finally:
+        firejail.find_firejail.cache_clear()
+    assert not status.available
+    assert "not installed" in status.reason
+
+
+def test_probe_results_are_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def fake_probe(name: str) -> BackendStatus:
+        calls.append(name)
+        return BackendStatus(name, True, "ok")
+
+    monkeypatch.setattr(probe, "_cache", {})
+    monkeypatch.setattr(probe, "_probe", fake_probe)
+    probe.probe_backend("landlock")
+    probe.probe_backend("landlock")
+    assert calls == ["landlock"]
+    probe.probe_backend("landlock", refresh=True)
+    assert calls == ["landlock", "landlock"]
