@@ -1,0 +1,480 @@
+"""Checkpoints and rollback on real git repositories and plain directories, case by case."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from _checkpoint_support import fingerprint, git, init_repo, listing, user_git_state
+
+from tether.core.checkpoints import Checkpoints
+from tether.core.config import CheckpointSettings, user_state_dir
+from tether.errors import CheckpointError, CheckpointRefused
+
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+def tree(path: Path) -> str:
+    return fingerprint(listing(path))
+
+
+def roundtrip(ws: Path, change, settings: CheckpointSettings | None = None) -> Checkpoints:  # type: ignore[no-untyped-def]
+    """Checkpoint, change, roll back (tree must be as before), undo (tree must be as changed)."""
+    store = Checkpoints(ws, settings or CheckpointSettings())
+    store.create("test")
+    before = tree(ws)
+    change(ws)
+    after = tree(ws)
+    assert after != before, "the change under test must change the tree"
+    store.rollback(steps=1)
+    assert tree(ws) == before
+    store.rollback(steps=1)
+    assert tree(ws) == after
+    return store
+
+
+# --- kinds of workspaces ----------------------------------------------------------------------
+
+
+def test_empty_repo_without_commits(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    (repo / "a.txt").write_text("a\n")
+    state = user_git_state(repo)
+    roundtrip(repo, lambda ws: (ws / "a.txt").write_text("b\n"))
+    assert user_git_state(repo) == state
+    assert git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False) == ""
+
+
+def test_detached_head(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "1\n"})
+    (repo / "a.txt").write_text("2\n")
+    git(repo, "commit", "-qam", "two")
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    state = user_git_state(repo)
+    roundtrip(repo, lambda ws: (ws / "b.txt").write_text("new\n"))
+    assert user_git_state(repo) == state
+
+
+def test_non_git_workspace_uses_a_shadow_store(tmp_path: Path) -> None:
+    ws = tmp_path / "plain"
+    ws.mkdir()
+    (ws / "f.txt").write_text("x\n")
+    roundtrip(ws, lambda w: (w / "f.txt").unlink())
+    assert not (ws / ".git").exists()
+    shadows = list((user_state_dir() / "shadow").iterdir())
+    assert len(shadows) == 1
+    assert (shadows[0] / "workspace").read_text().strip() == str(ws.resolve())
+
+
+def test_workspace_in_a_subdirectory_of_a_repo(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"top.txt": "t\n", "sub/a.txt": "a\n"})
+    store = roundtrip(repo / "sub", lambda ws: (ws / "a.txt").write_text("changed\n"))
+    assert (repo / "top.txt").read_text() == "t\n"
+    assert store.list()
+
+
+def test_bare_repo_is_refused(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    with pytest.raises(CheckpointRefused, match="bare"):
+        Checkpoints(bare, CheckpointSettings()).create("t")
+
+
+@pytest.mark.parametrize("marker", ["MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD"])
+def test_mid_operation_is_refused(tmp_path: Path, marker: str) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "1\n"})
+    path = repo / ".git" / marker
+    if marker.startswith("rebase"):
+        path.mkdir()
+    else:
+        path.write_text(git(repo, "rev-parse", "HEAD"))
+    with pytest.raises(CheckpointRefused, match="middle of"):
+        Checkpoints(repo, CheckpointSettings()).create("t")
+
+
+def test_real_merge_conflict_is_refused(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "base\n"})
+    git(repo, "checkout", "-qb", "other")
+    (repo / "a.txt").write_text("other\n")
+    git(repo, "commit", "-qam", "other")
+    git(repo, "checkout", "-q", "main")
+    (repo / "a.txt").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    git(repo, "merge", "other", check=False)
+    with pytest.raises(CheckpointRefused, match="git merge --abort"):
+        Checkpoints(repo, CheckpointSettings()).create("t")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read everything; permissions cannot be tested")
+def test_unreadable_directory_is_refused(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "1\n"})
+    secret = repo / "locked"
+    secret.mkdir()
+    (secret / "x").write_text("x")
+    secret.chmod(0)
+    try:
+        with pytest.raises(CheckpointRefused, match="cannot be read"):
+            Checkpoints(repo, CheckpointSettings()).create("t")
+    finally:
+        secret.chmod(0o755)
+
+
+def test_disabled_checkpoints_say_rollback_is_unavailable(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "1\n"})
+    store = Checkpoints(repo, CheckpointSettings(enabled=False))
+    with pytest.raises(CheckpointError, match="disabled.*rollback is unavailable"):
+        store.create("t")
+    with pytest.raises(CheckpointError, match="disabled"):
+        store.rollback(steps=1)
+    assert store.list() == []
+    assert not (repo / ".git" / "tether").exists()
+
+
+# --- kinds of changes -------------------------------------------------------------------------
+
+ODD_NAMES = [
+    "with space.txt",
+    "ünïcødé ✓.txt",
+    "new\nline.txt",
+    "tab\tand'quote\".txt",
+    "-dash.txt",
+    "*star?.txt",
+]
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_odd_paths(tmp_path: Path, name: str) -> None:
+    repo = init_repo(tmp_path / "r", {"keep.txt": "k\n"})
+    (repo / name).write_text("original\n")
+
+    def change(ws: Path) -> None:
+        (ws / name).write_text("edited\n")
+        (ws / "dir with space" / name).parent.mkdir()
+        (ws / "dir with space" / name).write_text("created\n")
+
+    roundtrip(repo, change)
+
+
+def test_symlinks(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n", "d/b.txt": "b\n"})
+    os.symlink("a.txt", repo / "link")
+    os.symlink("d", repo / "dirlink")
+    os.symlink("does-not-exist", repo / "dangling")
+
+    def change(ws: Path) -> None:
+        (ws / "link").unlink()
+        os.symlink("d/b.txt", ws / "link")
+        (ws / "dangling").unlink()
+        (ws / "dangling").write_text("now a file\n")
+        (ws / "dirlink").unlink()
+        os.symlink("/etc", ws / "outside")
+
+    roundtrip(repo, change)
+    assert os.readlink(repo / "link") == "d/b.txt"
+
+
+def test_rollback_never_writes_through_a_symlinked_directory(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = init_repo(tmp_path / "r", {"d/x.txt": "x\n"})
+    (repo / ".gitignore").write_text("d\n")  # later: `d` is ignored and is a symlink out
+    store = Checkpoints(repo, CheckpointSettings())
+    (repo / ".gitignore").unlink()
+    store.create("t")
+    (repo / ".gitignore").write_text("d\n")
+    for child in (repo / "d").iterdir():
+        child.unlink()
+    (repo / "d").rmdir()
+    os.symlink(outside, repo / "d")
+    plan = store.plan_rollback(steps=1)
+    assert "d/x.txt" in plan.kept
+    store.rollback(steps=1)
+    assert list(outside.iterdir()) == []
+
+
+def test_exec_bits(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"run.sh": "#!/bin/sh\n", "plain.txt": "p\n"})
+    os.chmod(repo / "run.sh", 0o755)
+
+    def change(ws: Path) -> None:
+        os.chmod(ws / "run.sh", 0o644)
+        os.chmod(ws / "plain.txt", 0o755)
+
+    roundtrip(repo, change)
+    assert os.stat(repo / "plain.txt").st_mode & 0o111
+
+
+@pytest.mark.parametrize("direction", ["file_to_dir", "dir_to_file"])
+def test_file_directory_swaps(tmp_path: Path, direction: str) -> None:
+    files = {"x": "a file\n"} if direction == "file_to_dir" else {"x/one.txt": "1\n", "x/y/two.txt": "2\n"}
+    repo = init_repo(tmp_path / "r", files)
+
+    def change(ws: Path) -> None:
+        if direction == "file_to_dir":
+            (ws / "x").unlink()
+            (ws / "x" / "deep").mkdir(parents=True)
+            (ws / "x" / "deep" / "f.txt").write_text("f\n")
+        else:
+            import shutil
+
+            shutil.rmtree(ws / "x")
+            (ws / "x").write_text("now a file\n")
+
+    roundtrip(repo, change)
+
+
+def test_ignored_files_are_left_alone(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {".gitignore": "*.log\nnode_modules/\n", "a.txt": "a\n"})
+    (repo / "old.log").write_text("old\n")
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (repo / "old.log").write_text("changed\n")
+    (repo / "new.log").write_text("new\n")
+    (repo / "node_modules").mkdir()
+    (repo / "node_modules" / "pkg.js").write_text("js\n")
+    (repo / "a.txt").write_text("b\n")
+    plan, _ = store.rollback(steps=1)
+    assert plan.restored == ("a.txt",)
+    assert plan.deleted == ()
+    assert (repo / "old.log").read_text() == "changed\n"
+    assert (repo / "new.log").exists()
+    assert (repo / "node_modules" / "pkg.js").exists()
+
+
+def test_newly_ignored_tracked_file_is_left_alone(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    (repo / "secret.env").write_text("v1\n")
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t1")
+    (repo / ".gitignore").write_text("*.env\n")
+    store.create("t2")
+    (repo / "secret.env").write_text("v2\n")
+    store.rollback(steps=2)
+    assert (repo / "secret.env").read_text() == "v2\n"
+
+
+def test_user_info_exclude_is_respected_and_tether_dir_added(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    (repo / ".git" / "info" / "exclude").write_text("private/\n")
+    (repo / "private").mkdir()
+    (repo / "private" / "p.txt").write_text("p\n")
+    store = Checkpoints(repo, CheckpointSettings())
+    cp = store.create("t")
+    (repo / "private" / "p.txt").write_text("changed\n")
+    assert store.files_changed_since(cp) == []
+    exclude = (repo / ".git" / "info" / "exclude").read_text()
+    assert exclude.startswith("private/\n")
+    assert "/.tether/" in exclude
+    (repo / ".tether").mkdir(exist_ok=True)
+    (repo / ".tether" / "tool_log.jsonl").write_text("{}\n")
+    assert store.files_changed_since(cp) == []
+
+
+def test_large_files_are_skipped_listed_and_never_overwritten(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"small.txt": "s\n", "grow.bin": "tiny\n"})
+    settings = CheckpointSettings(max_file_bytes=1000)
+    store = Checkpoints(repo, settings)
+    (repo / "big.bin").write_bytes(b"x" * 5000)
+    cp1 = store.create("t")
+    assert "big.bin" in cp1.skipped
+    assert any("big.bin" in w for w in cp1.warnings)
+    (repo / "grow.bin").write_bytes(b"y" * 5000)  # a file in the snapshot grows past the limit
+    (repo / "small.txt").write_text("changed\n")
+    plan, before = store.rollback(steps=1)
+    assert "grow.bin" in before.skipped
+    assert plan.restored == ("small.txt",)
+    assert "grow.bin" in plan.kept
+    assert (repo / "grow.bin").read_bytes() == b"y" * 5000
+    assert (repo / "big.bin").read_bytes() == b"x" * 5000
+
+
+def test_configured_excludes(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings(exclude=("generated/",)))
+    cp = store.create("t")
+    (repo / "generated").mkdir()
+    (repo / "generated" / "g.txt").write_text("g\n")
+    (repo / "a.txt").write_text("b\n")
+    assert store.files_changed_since(cp) == ["a.txt"]
+    assert "exclude:generated/" in cp.skipped
+    store.rollback(steps=1)
+    assert (repo / "generated" / "g.txt").exists()
+
+
+def test_nested_repo_without_commits_is_skipped_not_fatal(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    init_repo(repo / "fresh")
+    (repo / "fresh" / "f.txt").write_text("f\n")
+    cp = Checkpoints(repo, CheckpointSettings()).create("t")
+    assert "fresh" in cp.skipped
+
+
+def test_nested_repos_are_never_touched(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")  # before the nested repo exists
+    nested = init_repo(repo / "nested", {"n.txt": "n\n"})
+    (nested / "n.txt").write_text("dirty\n")
+    plan, _ = store.rollback(steps=1)
+    assert "nested" in plan.kept
+    assert (nested / "n.txt").read_text() == "dirty\n"
+    assert (nested / ".git").is_dir()
+
+
+# --- hostile repository configuration ---------------------------------------------------------
+
+
+def test_filters_hooks_and_fsmonitor_of_the_repo_never_run(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    marker = tmp_path / "ran"
+    script = f"sh -c 'echo $0 >> {marker}; cat'"
+    git(repo, "config", "filter.evil.clean", script)
+    git(repo, "config", "filter.evil.smudge", script)
+    git(repo, "config", "filter.evil.required", "true")
+    git(repo, "config", "core.fsmonitor", f"touch {marker}; true")
+    hook = repo / ".git" / "hooks" / "post-index-change"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    (repo / ".gitattributes").write_text("* filter=evil\n*.crlf text eol=lf\n")
+    (repo / "b.crlf").write_bytes(b"one\r\ntwo\r\n")
+    (repo / "c.txt").write_text("c\n")
+    store = Checkpoints(repo, CheckpointSettings())
+    cp = store.create("t")
+    (repo / "b.crlf").write_bytes(b"changed\n")
+    (repo / "c.txt").unlink()
+    store.rollback(to=cp.id)
+    assert not marker.exists(), "a filter, hook or fsmonitor from the repository ran"
+    assert (repo / "b.crlf").read_bytes() == b"one\r\ntwo\r\n", "bytes must be stored exactly"
+    assert (repo / "c.txt").read_text() == "c\n"
+    # control: the same repository does run the filter for the user's own git
+    git(repo, "hash-object", "c.txt")
+    assert marker.exists()
+
+
+def test_inherited_git_environment_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    decoy = init_repo(tmp_path / "decoy", {"d.txt": "d\n"})
+    monkeypatch.setenv("GIT_DIR", str(decoy / ".git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(decoy / ".git" / "index"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(decoy))
+    before = (decoy / ".git" / "index").read_bytes()
+    roundtrip(repo, lambda ws: (ws / "a.txt").write_text("b\n"))
+    assert (decoy / ".git" / "index").read_bytes() == before
+
+
+# --- listing, ids, retention, gc ---------------------------------------------------------------
+
+
+def test_list_ids_and_changed_files(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    first = store.create("edit_file")
+    (repo / "b.txt").write_text("b\n")
+    second = store.create("bash_command", message="note")
+    (repo / "a.txt").write_text("changed\n")
+    listed = store.list()
+    assert [cp.id for cp in listed] == [second.id, first.id]
+    assert listed[1].message.startswith("pre-tool: edit_file at ")
+    assert listed[0].message == "note"
+    assert store.get(first.id[:6]) == first
+    assert store.files_changed_since_many(listed) == {second.id: ["a.txt"], first.id: ["a.txt", "b.txt"]}
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        store.get("zzzz")
+    with pytest.raises(CheckpointError, match="only 2"):
+        store.plan_rollback(steps=3)
+
+
+def test_retention_keeps_the_newest_and_they_restore(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "0\n"})
+    store = Checkpoints(repo, CheckpointSettings(keep_count=3))
+    trees = {}
+    for i in range(1, 8):
+        (repo / "a.txt").write_text(f"{i}\n")
+        (repo / f"f{i}.txt").write_text(f"{i}\n")
+        cp = store.create(f"t{i}")
+        trees[cp.id] = tree(repo)
+    removed = store.prune()
+    assert len(removed) == 4
+    kept = store.list()
+    assert len(kept) == 3
+    git_dir = repo / ".git" / "tether" / "store"
+    subprocess.run(["git", f"--git-dir={git_dir}", "fsck", "--strict", "--no-dangling"], check=True)
+    for cp in kept:
+        store.rollback(to=cp.id)
+        assert tree(repo) == trees[cp.id]
+
+
+def test_gc_in_the_users_repo_loses_nothing(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    (repo / "tmp.txt").write_text("only in a checkpoint\n")
+    cp = store.create("t")
+    (repo / "tmp.txt").unlink()
+    git(repo, "gc", "-q", "--prune=now", "--aggressive")
+    git(repo, "reflog", "expire", "--expire=now", "--all")
+    store.rollback(to=cp.id)
+    assert (repo / "tmp.txt").read_text() == "only in a checkpoint\n"
+
+
+def test_dry_run_writes_nothing(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n", "gone.txt": "g\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (repo / "a.txt").write_text("b\n")
+    (repo / "gone.txt").unlink()
+    (repo / "new.txt").write_text("n\n")
+    before = tree(repo)
+    plan = store.plan_rollback(steps=1)
+    assert (plan.restored, plan.deleted, plan.created) == (("a.txt",), ("new.txt",), ("gone.txt",))
+    assert tree(repo) == before
+    assert len(store.list()) == 1
+
+
+def _worker(ws: str, n: int, state: str) -> None:
+    os.environ["XDG_STATE_HOME"] = state
+    store = Checkpoints(Path(ws), CheckpointSettings())
+    for i in range(n):
+        Path(ws, f"w{os.getpid()}-{i}.txt").write_text("x")
+        store.create("concurrent")
+
+
+def test_two_processes_checkpointing_at_once(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_worker, args=(str(repo), 5, os.environ["XDG_STATE_HOME"])) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    listed = Checkpoints(repo, CheckpointSettings()).list()
+    assert len(listed) == 10
+    assert len({cp.ref for cp in listed}) == 10
+
+
+def test_stale_git_lock_from_a_killed_process_is_cleared(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (repo / ".git" / "tether" / "index.lock").write_text("")
+    store.create("t2")
+    assert len(store.list()) == 2
+
+
+def test_restored_files_get_umask_permissions(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (repo / "a.txt").unlink()
+    store.rollback(steps=1)
+    mode = stat.S_IMODE(os.stat(repo / "a.txt").st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask
