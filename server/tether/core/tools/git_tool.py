@@ -116,6 +116,27 @@ def git_env(workspace: Path) -> dict[str, str]:
     except ImportError:  # pragma: no cover - the sandbox helper ships it
         hardened_git_env = _hardened_git_env_fallback
     env.update(hardened_git_env(workspace))
+    return _filters_not_required(env)
+
+
+def _filters_not_required(env: dict[str, str]) -> dict[str, str]:
+    """Mark every emptied filter driver `required = false`.
+
+    An emptied driver that the repository marks `required` makes git abort ("clean filter failed"):
+    safe, but it would make every add/status/diff on such a repository fail. Not required, the
+    file is simply stored as is.
+    """
+    count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    names = set()
+    for i in range(count):
+        match = re.match(r"^filter\.(.+)\.(clean|smudge|process)$", env.get(f"GIT_CONFIG_KEY_{i}", ""), re.I)
+        if match:
+            names.add(match.group(1))
+    for name in sorted(names):
+        env[f"GIT_CONFIG_KEY_{count}"] = f"filter.{name}.required"
+        env[f"GIT_CONFIG_VALUE_{count}"] = "false"
+        count += 1
+    env["GIT_CONFIG_COUNT"] = str(count)
     return env
 
 
