@@ -129,7 +129,7 @@ def test_unreadable_directory_is_refused(tmp_path: Path) -> None:
 def test_disabled_checkpoints_say_rollback_is_unavailable(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "r", {"a.txt": "1\n"})
     store = Checkpoints(repo, CheckpointSettings(enabled=False))
-    with pytest.raises(CheckpointError, match="disabled.*rollback is unavailable"):
+    with pytest.raises(CheckpointError, match=r"disabled.*rollback is unavailable"):
         store.create("t")
     with pytest.raises(CheckpointError, match="disabled"):
         store.rollback(steps=1)
