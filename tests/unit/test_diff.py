@@ -192,3 +192,23 @@ def test_properties_all_none_and_any_subset(
     rest = [h for h, take in zip(hunks, chosen, strict=True) if not take]
     middle = diff.apply_hunks(old, first)
     assert diff.apply_hunks(middle, rest) == new
+
+
+def test_render_proposal_labels_hunks_and_stays_a_patch() -> None:
+    class Stored:
+        def __init__(self, index: int, text: str, state: str) -> None:
+            self.index, self.diff, self.state = index, text, state
+
+    class Prop:
+        path = "a.py"
+
+        def __init__(self, hunks: list[Stored]) -> None:
+            self.hunks = hunks
+
+    [hunk] = diff.compute_hunks("x = 1\n", "x = 2\n")
+    text = diff.render_proposal(Prop([Stored(1, hunk.render(), "pending")]))
+    assert text == "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@ hunk 1 (pending)\n-x = 1\n+x = 2\n"
+    assert diff.parse_hunks(text) == [hunk]
+    assert "\x1b[36m@@ -1 +1 @@ hunk 1 (pending)\x1b[0m" in diff.render_proposal(
+        Prop([Stored(1, hunk.render(), "pending")]), color=True
+    )

@@ -20,6 +20,7 @@ import hashlib
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from unidiff.constants import LINE_TYPE_NO_NEWLINE
 from unidiff.patch import PatchSet
@@ -309,26 +310,54 @@ def render_dry_run(path: str, hunks: Sequence[DiffHunk]) -> str:
 
 
 def render_unified(path: str, hunks: Sequence[DiffHunk], *, color: bool = False) -> str:
-    """A unified diff of the hunks for a terminal (`tether diff`), optionally ANSI-coloured."""
-    lines = [f"--- a/{path}\n", f"+++ b/{path}\n"]
-    for hunk in hunks:
-        lines.extend(split_lines(hunk.render()))
-    if not color:
-        return "".join(lines)
-    coloured: list[str] = []
-    for line in lines:
+    """A unified diff of the hunks for a terminal, optionally ANSI-coloured."""
+    text = "".join([f"--- a/{path}\n", f"+++ b/{path}\n", *(h.render() for h in hunks)])
+    return _colour(text) if color else text
+
+
+class _StoredHunk(Protocol):
+    index: int
+    diff: str
+    state: str
+
+
+class _StoredProposal(Protocol):
+    path: str
+
+    @property
+    def hunks(self) -> Sequence[_StoredHunk]: ...
+
+
+def render_proposal(proposal: _StoredProposal, *, color: bool = False) -> str:
+    """`tether diff ID`: the proposal as a unified diff, each hunk header naming its index and state.
+
+    The label goes where diff tools put a function name (after the closing `@@`), so the output is
+    still a valid patch.
+    """
+    lines = [f"--- a/{proposal.path}\n", f"+++ b/{proposal.path}\n"]
+    for stored in proposal.hunks:
+        for hunk in parse_hunks(stored.diff):
+            body = split_lines(hunk.render())
+            body[0] = f"{hunk.header} hunk {stored.index} ({stored.state})\n"
+            lines.extend(body)
+    return _colour("".join(lines)) if color else "".join(lines)
+
+
+def _colour(text: str) -> str:
+    out: list[str] = []
+    for line in split_lines(text):
         body = line[:-1] if line.endswith("\n") else line
         if line.startswith(("--- ", "+++ ")):
-            coloured.append(f"{_BOLD}{body}{_RESET}\n")
+            out.append(f"{_BOLD}{body}{_RESET}\n")
         elif line.startswith("@@"):
-            coloured.append(f"{_CYAN}{body}{_RESET}\n")
+            out.append(f"{_CYAN}{body}{_RESET}\n")
         elif line.startswith("-"):
-            coloured.append(f"{_RED}{body}{_RESET}\n")
+            out.append(f"{_RED}{body}{_RESET}\n")
         elif line.startswith("+"):
-            coloured.append(f"{_GREEN}{body}{_RESET}\n")
+            out.append(f"{_GREEN}{body}{_RESET}\n")
         else:
-            coloured.append(line)
-    return "".join(coloured)
+            out.append(line)
+    return "".join(out)
 
 
 def invert(hunk: DiffHunk) -> DiffHunk:
