@@ -194,7 +194,7 @@ BENIGN_READ: tuple[str, ...] = (
     "ls src && ls tests",
     "cat src/app.py | grep -n import",
     "ls tests; ls docs",
-    "test_file=x; ls" if False else "ls -la src tests docs",
+    "ls -la src tests docs",
 )
 
 BENIGN_COMMAND: tuple[str, ...] = (
@@ -218,7 +218,7 @@ BENIGN_COMMAND: tuple[str, ...] = (
     "pytest -q > test-output.txt 2>&1",
     "pytest --junitxml=reports/junit.xml",
     "pytest --collect-only -q",
-    "pytest -p no:cacheprovider" if False else "pytest -s -q tests/test_io.py",
+    "pytest -s -q tests/test_io.py",
     "python -m pytest",
     "python -m pytest -q",
     "python3 -m pytest tests/ -x",
@@ -269,7 +269,7 @@ BENIGN_COMMAND: tuple[str, ...] = (
     "ls -la > listing.txt",
     "git log --oneline > history.txt",
     "grep -rn TODO src > todo.txt 2> errors.txt",
-    "go test ./... 2>&1 | tee" if False else "go test ./... 2>&1 | tail -20",
+    "go test ./... 2>&1 | tail -20",
     "pytest -q &> out.log",
     "cargo test 2> cargo-err.txt",
     "go build ./... && go test ./...",
@@ -278,7 +278,7 @@ BENIGN_COMMAND: tuple[str, ...] = (
     "cargo build && cargo test",
     "npm test 2>&1 | tail -40",
     "git status && pytest -q",
-    "wc -l $'x'" if False else "wc -l src/app.py > counts.txt",
+    "wc -l src/app.py > counts.txt",
 )
 
 # Denials we accept in the benign corpus, with the reason (none at the moment).

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tether.core.policy.lex import Word
 from tether.core.policy.parse import parse
-from tether.core.policy.paths import check_path
+from tether.core.policy.paths import bare_repository_trap, check_path
 from tether.core.policy.programs import BLOCKED, PROGRAMS
 from tether.core.policy.settings import PolicySettings
 from tether.core.policy.types import MODES, Decision, Deny, Mode, Redirect, Segment
@@ -230,6 +230,8 @@ def _check_command(
             raise Deny("mode.read", f"`{name}` would write files; read mode allows no writes", program=name)
         for p in parsed.write_paths:
             _require(check_path(p, workspace, write=True, settings=settings), name)
+        if name == "git":
+            _git_trap(parsed.values, workspace)
     elif name in BLOCKED:
         why, what_instead = BLOCKED[name]
         raise Deny(
@@ -248,6 +250,18 @@ def _check_command(
         )
     redirects = tuple(_check_redirect(r, mode, workspace, settings) for r in raw.redirects)
     return Segment(argv=literal_argv, redirects=redirects), user_rule
+
+
+def _git_trap(values: Sequence[tuple[str, str]], workspace: Path) -> None:
+    start = next((v for o, v in reversed(values) if o == "-C"), ".")
+    trap = bare_repository_trap(start, workspace)
+    if trap is not None:
+        raise Deny(
+            "git.bare_repository",
+            f"git would treat {trap!r} as a bare repository and obey its config",
+            "remove the HEAD/objects/refs files there, or run git from the real repository",
+            program="git",
+        )
 
 
 def _require(result: object, name: str) -> None:

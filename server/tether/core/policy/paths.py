@@ -169,3 +169,28 @@ def check_path(raw: str, workspace: Path, *, write: bool, settings: PolicySettin
                     f"{raw!r} is a protected file ({rel}): writing it could make later commands run code",
                 )
     return PathCheck(True, Path(real), "allowed", "")
+
+
+def bare_repository_trap(directory: str, workspace: Path) -> str | None:
+    """The first directory from `directory` up to the workspace root that git would take for a
+    *bare repository* (HEAD, objects/, refs/ side by side, no `.git`), or None.
+
+    Why: git discovers such a directory as a repository and obeys its `config` (core.fsmonitor,
+    core.pager, …). Anything the agent can write in the workspace could be shaped that way, so a
+    read-only git command run there would run the agent's code.
+    """
+    root = _real_workspace(str(workspace))
+    current = os.path.realpath(os.path.join(root, directory))
+    while _inside(current, root):
+        if os.path.exists(os.path.join(current, ".git")):
+            return None  # git stops at the first `.git`; that one is protected from writes
+        if (
+            os.path.isfile(os.path.join(current, "HEAD"))
+            and os.path.isdir(os.path.join(current, "objects"))
+            and os.path.isdir(os.path.join(current, "refs"))
+        ):
+            return current
+        if current == root:
+            break
+        current = os.path.dirname(current)
+    return None

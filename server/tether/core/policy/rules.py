@@ -68,6 +68,7 @@ RULES: dict[str, str] = {
     "args.unexpected": "an operand where none is allowed (`hostname NAME` sets the host name)",
     "git.global_option": "git options before the subcommand other than -C, --no-pager, pathspec flags",
     "git.subcommand": "a git subcommand outside the read-only set, or a branch/tag/remote change",
+    "git.bare_repository": "git would run in a directory laid out as a bare repo (its config runs code)",
     "go.subcommand": "a go subcommand outside build/test/run/vet/list/mod(safe)/version/env",
     "go.ldflags": "linker flags other than -s, -w, -X name=value",
     "sed.script": "a sed script that is not pure printing",

@@ -53,6 +53,7 @@ _NODE_RULES: dict[str, tuple[str, str]] = {
     "comment": ("syntax.comment", "a comment"),
     "brace_expression": ("syntax.brace_expansion", "brace expansion"),
     "ERROR": ("syntax.parse_error", "a syntax error"),
+    "$": ("syntax.expansion", "an unquoted `$`"),
 }
 
 

@@ -84,14 +84,24 @@ _GO_TEST_VALUED: dict[str, Kind] = {
     "outputdir": "write",
     "failfast": "text",
 }
-_LDFLAG = re.compile(r"-[sw]\Z|-X\Z|-X=?[A-Za-z0-9_./-]+=[^\s]*\Z|[A-Za-z0-9_./-]+=[^\s]*\Z")
+_LDFLAG_X_VALUE = re.compile(r"[A-Za-z0-9_./]+[A-Za-z0-9_./-]*=\S*\Z")
 
 
 def _ldflags(value: str) -> None:
     """Only -s, -w and -X name=value: `-extld`/`-extldflags` would run another linker."""
-    for token in value.split():
-        if not _LDFLAG.match(token):
-            raise Deny("go.ldflags", f"the linker flag {token!r} is not allowed (only -s, -w, -X name=value)")
+    tokens = value.split()
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if token in ("-s", "-w"):
+            continue
+        if token.startswith("-X=") and _LDFLAG_X_VALUE.match(token[3:]):
+            continue
+        if token == "-X" and i < len(tokens) and _LDFLAG_X_VALUE.match(tokens[i]):
+            i += 1
+            continue
+        raise Deny("go.ldflags", f"the linker flag {token!r} is not allowed (only -s, -w, -X name=value)")
 
 
 def _go_flags(
@@ -174,6 +184,10 @@ def _go(args: Sequence[str], mode: Mode) -> Parsed:
         _go_packages(ops, parsed)
         return parsed
     if sub == "env":
+        if any(a.lstrip("-").partition("=")[0] in ("w", "u") for a in rest if a.startswith("-")):
+            raise Deny(
+                "flag.denied", "`go env -w/-u` changes the go environment file (GOFLAGS can add -toolexec)"
+            )
         ops = _go_flags(rest, frozenset({"json", "changed"}), {}, "go env", parsed)
         parsed.positionals.extend(ops)  # variable names
         return parsed

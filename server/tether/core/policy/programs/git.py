@@ -421,6 +421,7 @@ def _git(args: Sequence[str], mode: Mode) -> Parsed:
             if i + 1 >= len(args):
                 raise Deny("flag.missing_value", "`git -C` needs a directory")
             parsed.read_paths.append(args[i + 1])
+            parsed.values.append(("-C", args[i + 1]))
             i += 2
             continue
         if opt == "--version":
