@@ -316,7 +316,8 @@ def test_cannot_signal_processes_outside(sbx: Runner) -> None:
 def test_repository_config_cannot_run_programs(sbx: Runner) -> None:
     """`git status`/`git diff` must not run fsmonitor, pager, diff or filter drivers from .git/config."""
     ws = sbx.workspace
-    git = ["git", "-C", str(ws), "-c", "user.email=t@t", "-c", "user.name=t"]
+    # safe.directory: as root we set up a repository that the unprivileged user owns.
+    git = ["git", "-c", "safe.directory=*", "-C", str(ws), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "add", "src.txt"], check=True)
     subprocess.run([*git, "commit", "-qm", "init"], check=True)
     for key, value in [
@@ -327,7 +328,7 @@ def test_repository_config_cannot_run_programs(sbx: Runner) -> None:
         ("filter.evil.process", "touch pwned-process"),
         ("diff.evil.textconv", "touch pwned-textconv; cat"),
     ]:
-        subprocess.run(["git", "-C", str(ws), "config", key, value], check=True)
+        subprocess.run([*git, "config", key, value], check=True)
     (ws / ".gitattributes").write_text("*.txt filter=evil diff=evil\n")
     (ws / "src.txt").write_text("changed\n")
     if sbx.user is not None:
