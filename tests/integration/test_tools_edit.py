@@ -12,7 +12,7 @@ from _tools_support import Buffers, make_ctx, preview, run
 from tether.core.tools.base import OpenDocument
 from tether.core.tools.edit import EditFileTool
 from tether.core.tools.write import WriteFileTool
-from tether.errors import PolicyDenied, ToolInputError
+from tether.errors import PolicyDenied, ProposalStale, ToolInputError
 
 EDIT = EditFileTool()
 WRITE = WriteFileTool()
@@ -213,8 +213,7 @@ def test_dry_run_creates_a_proposal_and_prints_the_seed_form(ws: Path) -> None:
 def test_dry_run_of_create_proposes_the_whole_file(ws: Path) -> None:
     out = preview(EDIT, make_ctx(ws), {"command": "create", "path": "n.py", "content": "a\nb\n"})
     assert (
-        out.text
-        == "=== n.py (dry-run) ===\n--- old\n+++ new\n@@ -0,0 +1,2 @@\n+a\n+b\n"
+        out.text == "=== n.py (dry-run) ===\n--- old\n+++ new\n@@ -0,0 +1,2 @@\n+a\n+b\n"
         "(dry-run: use --tool=write to apply)"
     )
     assert not (ws / "n.py").exists()
@@ -349,3 +348,56 @@ def test_specs_are_anthropic_tool_definitions() -> None:
         assert set(definition) == {"name", "description", "input_schema"}
         assert definition["input_schema"]["type"] == "object"
         assert definition["input_schema"]["additionalProperties"] is False
+
+
+def test_two_tool_proposals_on_one_file_then_partial_accepts(ws: Path) -> None:
+    target = ws / "long.py"
+    target.write_text("".join(f"x{i} = {i}\n" for i in range(40)))
+    ctx = make_ctx(ws)
+    first = preview(
+        EDIT,
+        ctx,
+        {"command": "str_replace", "path": "long.py", "old_str": "x2 = 2\n", "new_str": "x2 = 20\n"},
+    )
+    second = preview(
+        WRITE,
+        ctx,
+        {
+            "path": "long.py",
+            "content": target.read_text().replace("x30 = 30", "x30 = 300").replace("x5 = 5", "x5 = 50"),
+        },
+    )
+    assert first.proposal is not None
+    assert second.proposal is not None
+    assert [h.index for h in second.proposal.hunks] == [1, 2]
+    store = ctx.proposals
+    store.apply(store.plan_accept(first.proposal.id, None, target.read_text()))
+    # second's hunk 2 (x30) is far from the first edit: it re-bases; hunk 1 (x5) overlaps x2's context
+    store.apply(store.plan_accept(second.proposal.id, [2], target.read_text()))
+    text = target.read_text()
+    assert "x2 = 20\n" in text
+    assert "x30 = 300\n" in text
+    assert "x5 = 5\n" in text
+    assert store.get(second.proposal.id).state == "partially_accepted"
+    with pytest.raises(ProposalStale):
+        store.plan_accept(second.proposal.id, [1], text)
+    assert target.read_text() == text
+
+
+def test_parent_creation_never_goes_through_an_outside_symlink(ws: Path, tmp_path: Path) -> None:
+    from tether.core import fsutil
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, ws / "escape")
+    with pytest.raises(ToolInputError, match="outside the workspace"):
+        fsutil.atomic_write_text(ws / "escape" / "sub" / "f.txt", "x", workspace=ws)
+    assert list(outside.iterdir()) == []
+
+
+def test_accepted_new_file_proposal_creates_parents(ws: Path) -> None:
+    ctx = make_ctx(ws)
+    out = preview(EDIT, ctx, {"command": "create", "path": "a/b/c.txt", "content": "hi\n"})
+    assert out.proposal is not None
+    ctx.proposals.apply(ctx.proposals.plan_accept(out.proposal.id, None, ""))
+    assert (ws / "a" / "b" / "c.txt").read_text() == "hi\n"

@@ -307,3 +307,15 @@ def test_read_file_input_validation(tree: Path, args: dict[str, Any], message: s
     with pytest.raises(ToolInputError) as err:
         ReadFileTool().prepare(make_ctx(tree), args)
     assert str(err.value) == message
+
+
+def test_read_file_reads_the_open_buffer(tree: Path) -> None:
+    from _tools_support import Buffers
+
+    from tether.core.tools.base import OpenDocument
+
+    buffers = Buffers()
+    buffers.open[(tree / "src" / "util.py").resolve()] = OpenDocument(text="unsaved\nbuffer\n", version=3)
+    out = run(ReadFileTool(), make_ctx(tree, buffers), {"path": "src/util.py"})
+    assert out.text == "     1\tunsaved\n     2\tbuffer"
+    assert out.result["source"] == "buffer"

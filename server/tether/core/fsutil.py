@@ -234,6 +234,24 @@ def atomic_write(
     _fsync_dir(directory)
 
 
+def ensure_parent(path: Path, workspace: Path, display: str) -> None:
+    """Create missing parent directories one by one, each checked to be inside the workspace.
+
+    `mkdir(parents=True)` would happily create directories through a symlink pointing outside.
+    """
+    root = Path(os.path.realpath(workspace))
+    missing = []
+    parent = path.parent
+    while not parent.exists() and not parent.is_symlink():
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        real_parent = Path(os.path.realpath(directory.parent))
+        if not _inside(real_parent, root):
+            raise FileProblem(f"Error: {display} resolves outside the workspace; nothing was written")
+        directory.mkdir(mode=0o755)
+
+
 def atomic_write_text(
     path: Path,
     text: str,
@@ -242,7 +260,11 @@ def atomic_write_text(
     display: str | None = None,
     exclusive: bool = False,
 ) -> None:
-    """Write text as UTF-8, keeping the existing file's BOM (a BOM already in `text` is not doubled)."""
+    """Write text as UTF-8, keeping the existing file's BOM (a BOM already in `text` is not doubled).
+
+    Missing parent directories are created (inside the workspace only).
+    """
+    ensure_parent(path, workspace, display or path.name)
     bom = text.startswith(BOM)
     if bom:
         text = text[1:]

@@ -463,8 +463,6 @@ class ProposalStore:
                 f"Proposal {plan.proposal_id}: {plan.path} changed while it was being accepted; nothing "
                 "was written. Try accepting again."
             )
-        if not target.parent.is_dir():
-            target.parent.mkdir(parents=True, exist_ok=True)
         fsutil.atomic_write_text(target, plan.new_content, workspace=self.workspace, display=plan.path)
         return self.mark(plan.proposal_id, accepted=plan.indices, rejected=())
 

@@ -11,10 +11,8 @@ Line endings, a final newline and a UTF-8 BOM are kept (see `tether.core.fsutil`
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tether.core import diff, fsutil
@@ -107,7 +105,7 @@ def prepared_edit(ctx: ToolContext, edit: FileEdit) -> Prepared:
                 f"Error: {rel} changed after this edit was prepared; nothing was written. "
                 "Read the file again and retry."
             )
-        _ensure_parent(edit.target.path, ctx.workspace, rel)
+        fsutil.ensure_parent(edit.target.path, ctx.workspace, rel)
         data = fsutil.encode_text(edit.new, bom=current.bom)
         fsutil.atomic_write(edit.target.path, data, ctx.workspace, display=rel, exclusive=edit.exclusive)
         result = {
@@ -120,21 +118,6 @@ def prepared_edit(ctx: ToolContext, edit: FileEdit) -> Prepared:
         return ToolOutcome(ok=True, result=result, text=edit.success)
 
     return Prepared("write", True, f"{edit.tool}({rel})", execute, dry_run)
-
-
-def _ensure_parent(path: Path, workspace: Path, rel: str) -> None:
-    """Create missing parent directories, all inside the workspace (checked after each step)."""
-    root = Path(os.path.realpath(workspace))
-    missing = []
-    parent = path.parent
-    while not parent.exists():
-        missing.append(parent)
-        parent = parent.parent
-    for directory in reversed(missing):
-        real_parent = Path(os.path.realpath(directory.parent))
-        if real_parent != root and root not in real_parent.parents:
-            raise ToolInputError(f"Error: {rel} resolves outside the workspace; nothing was written")
-        directory.mkdir(mode=0o755)
 
 
 class WriteFileTool:
