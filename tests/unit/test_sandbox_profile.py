@@ -13,7 +13,7 @@ from tether.core.sandbox import BackendStatus, RunRequest, probe, select_runner
 from tether.core.sandbox.bwrap import bwrap_args
 from tether.core.sandbox.firejail import firejail_args
 from tether.core.sandbox.landlock import READ, WRITE_FILE, handled_fs, plan_rules
-from tether.core.sandbox.profile import masked_paths, pinned_protected
+from tether.core.sandbox.profile import masked_paths, pinned_protected, placeholder_excludes
 from tether.errors import SandboxUnavailable
 
 
@@ -174,3 +174,12 @@ def test_probe_results_are_cached(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == ["landlock"]
     probe.probe_backend("landlock", refresh=True)
     assert calls == ["landlock", "landlock"]
+
+
+def test_placeholder_excludes_are_anchored_and_literal(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    ws = tmp_path / "sub"
+    ws.mkdir()
+    patterns = placeholder_excludes(ws, (ws / ".envrc", ws / "we*ird name"))
+    assert patterns == ["/sub/.envrc", "/sub/we\\*ird\\ name"]
+    assert placeholder_excludes(Path("/"), ()) == []

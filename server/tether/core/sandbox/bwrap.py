@@ -12,14 +12,20 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 from functools import lru_cache
 from pathlib import Path
 
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
-from tether.core.sandbox.env import sandbox_env
+from tether.core.sandbox.env import add_git_config, sandbox_env
 from tether.core.sandbox.process import Spawn, run_spawn
-from tether.core.sandbox.profile import is_within, masked_paths, pinned_protected
+from tether.core.sandbox.profile import (
+    is_within,
+    masked_paths,
+    pinned_protected,
+    placeholder_excludes,
+)
 from tether.errors import SandboxUnavailable
 
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
@@ -59,7 +65,12 @@ def find_bwrap() -> tuple[str, str] | None:
     return best[0], ".".join(map(str, best[1]))
 
 
-def bwrap_args(request: RunRequest, protected: tuple[Path, ...], binary: str) -> list[str]:
+GIT_EXCLUDES_IN_SANDBOX = "/run/tether/git-excludes"
+
+
+def bwrap_args(
+    request: RunRequest, protected: tuple[Path, ...], binary: str, git_excludes: Path | None = None
+) -> list[str]:
     """The full bwrap command line for `request` (protected paths must exist, see profile.py)."""
     ws = str(request.workspace)
     args = [
@@ -83,6 +94,8 @@ def bwrap_args(request: RunRequest, protected: tuple[Path, ...], binary: str) ->
         "--tmpfs",
         "/dev/shm",
     ]
+    if git_excludes is not None:
+        args += ["--ro-bind", str(git_excludes), GIT_EXCLUDES_IN_SANDBOX]
     args += ["--bind", ws, ws]
     for path in protected:
         args += ["--ro-bind", str(path), str(path)]
@@ -112,8 +125,19 @@ class BubblewrapRunner(Runner):
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
         env = sandbox_env(request.env_passthrough, workspace=request.workspace)
-        with pinned_protected(request.workspace, request.protected) as pinned:
-            args = bwrap_args(request, pinned.paths, self.binary)
+        with (
+            pinned_protected(request.workspace, request.protected) as pinned,
+            tempfile.TemporaryDirectory(prefix="tether-bwrap-") as scratch,
+        ):
+            excludes = None
+            patterns = placeholder_excludes(request.workspace, pinned.placeholders)
+            if patterns:
+                # Placeholders are empty files that exist only for the run; keep them out of the
+                # `git status` the command sees, so the agent is not misled into "cleaning" them.
+                excludes = Path(scratch) / "git-excludes"
+                excludes.write_text("".join(f"{p}\n" for p in patterns), encoding="utf-8")
+                add_git_config(env, "core.excludesFile", GIT_EXCLUDES_IN_SANDBOX)
+            args = bwrap_args(request, pinned.paths, self.binary, excludes)
             spawn = Spawn(argv=args, env=env, cwd=Path(os.sep), backend=self.name)
             result = run_spawn(spawn, request, cancel)
         if result.exit_code == 1 and not result.stdout and result.stderr.startswith("bwrap: "):

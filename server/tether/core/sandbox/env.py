@@ -96,6 +96,14 @@ def hardened_git_env(workspace: Path | None = None) -> dict[str, str]:
     return env
 
 
+def add_git_config(env: dict[str, str], key: str, value: str) -> None:
+    """Append one more command-line-scope git config pair to an env built by `hardened_git_env`."""
+    index = int(env.get("GIT_CONFIG_COUNT", "0"))
+    env[f"GIT_CONFIG_KEY_{index}"] = key
+    env[f"GIT_CONFIG_VALUE_{index}"] = value
+    env["GIT_CONFIG_COUNT"] = str(index + 1)
+
+
 def repo_driver_keys(workspace: Path) -> list[str]:
     """Program-valued driver keys set in the repository config of `workspace` (empty if no repo)."""
     git = shutil.which("git")

@@ -119,6 +119,20 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
             _release_placeholder(path)
 
 
+def placeholder_excludes(workspace: Path, placeholders: tuple[Path, ...]) -> list[str]:
+    """gitignore patterns (anchored at the repository top) matching exactly our placeholders."""
+    top = next((d for d in (workspace, *workspace.parents) if (d / ".git").exists()), None)
+    if top is None:
+        return []
+    patterns = []
+    for path in placeholders:
+        rel = path.relative_to(top).as_posix()
+        # Escape gitignore metacharacters so a name is matched literally.
+        escaped = "".join("\\" + ch if ch in "*?[]!#\\ " else ch for ch in rel)
+        patterns.append("/" + escaped)
+    return patterns
+
+
 def _anchor(workspace: Path, raw: Path) -> Path | None:
     """The path to pin for `raw`: itself if it exists, else its first missing ancestor."""
     path = Path(os.path.normpath(raw if raw.is_absolute() else workspace / raw))

@@ -1,0 +1,89 @@
+"""bash_command end to end: the real gate, the real policy, the real sandbox (auto backend)."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tether.core.config import EffectiveConfig, SandboxSettings
+from tether.core.gate import Gate
+from tether.core.permissions import parse_permissions
+from tether.core.policy import PolicySettings
+from tether.core.sandbox import auto_choice
+
+MAKEFILE = """\
+slow:
+\techo started; sleep 60
+big:
+\thead -c 3000000 /dev/zero | tr '\\0' 'x'; echo; echo END
+fail:
+\techo failing >&2; exit 3
+"""
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    if auto_choice() is None:
+        pytest.skip("no sandbox backend works on this machine (see `tether doctor`)")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "Makefile").write_text(MAKEFILE)
+    (tmp_path / "notes.txt").write_text("hello\n")
+    return tmp_path.resolve()
+
+
+def _gate(ws: Path, permissions: str = "all", **sandbox: object) -> Gate:
+    # `make` targets are a user allow rule (command_whitelist), as a user would configure them.
+    config = replace(
+        EffectiveConfig(),
+        sandbox=replace(SandboxSettings(), **sandbox),  # type: ignore[arg-type]
+        policy=PolicySettings(extra_allowed=("make slow", "make big", "make fail")),
+    )
+    return Gate(ws, parse_permissions(permissions), config=config)
+
+
+def test_read_command_runs_with_read_permission(ws: Path) -> None:
+    result = _gate(ws, "read").call("bash_command", {"command": "cat notes.txt | wc -l", "reason": "count"})
+    assert result.ok, result.text
+    assert result.result["stdout"].strip() == "1"
+    assert result.result["exit_code"] == 0
+
+
+def test_command_mode_without_permission_is_a_dry_run(ws: Path) -> None:
+    result = _gate(ws, "read").call("bash_command", {"command": "make fail", "reason": "try"})
+    assert result.dry_run
+    assert result.text.startswith("Dry-run: would execute command: make fail\nReason: try\n")
+
+
+def test_failure_shape(ws: Path) -> None:
+    result = _gate(ws).call("bash_command", {"command": "make fail", "reason": "r"})
+    assert not result.ok
+    assert result.result["error"] == "command failed: exit code 2"
+    assert "failing" in result.result["stderr"]
+
+
+def test_timeout_shape_and_partial_output(ws: Path) -> None:
+    result = _gate(ws, command_timeout=2.0).call("bash_command", {"command": "make slow", "reason": "r"})
+    assert not result.ok
+    assert result.result["error"] == "command timeout after 2s"
+    assert result.result["exit_code"] == -1
+    assert "started" in result.result["stdout"]
+
+
+def test_truncation_shape(ws: Path) -> None:
+    result = _gate(ws, max_output_bytes=10_000).call("bash_command", {"command": "make big", "reason": "r"})
+    assert result.result["stdout_truncated"] is True
+    assert result.result["suggestion"] == "Use output filtering or pagination"
+    assert result.result["stdout"].rstrip().endswith("END")
+    assert len(result.result["stdout"]) < 10_200
+
+
+def test_git_status_inside_does_not_show_protected_placeholders(ws: Path) -> None:
+    result = _gate(ws).call("bash_command", {"command": "git status --short", "reason": "r"})
+    assert result.ok, result.text
+    assert sorted(result.result["stdout"].split()) == ["??", "??", "Makefile", "notes.txt"]
+    # … and nothing was left behind on disk (the gate may add its own .tether directory).
+    left = sorted(p.name for p in ws.iterdir() if p.name != ".tether")
+    assert left == [".git", "Makefile", "notes.txt"]
