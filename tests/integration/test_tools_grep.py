@@ -319,3 +319,17 @@ def test_read_file_reads_the_open_buffer(tree: Path) -> None:
     out = run(ReadFileTool(), make_ctx(tree, buffers), {"path": "src/util.py"})
     assert out.text == "     1\tunsaved\n     2\tbuffer"
     assert out.result["source"] == "buffer"
+
+
+def test_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    out = run(ReadFileTool(), make_ctx(tmp_path), {"path": "pipe"})
+    assert out.text == "Error: pipe is not a regular file"
+    for engine in ENGINES:
+        assert grep(tmp_path, engine, pattern="x") == "(no matches found)"
+
+
+def test_empty_workspace_has_no_matches(tmp_path: Path) -> None:
+    for engine in ENGINES:
+        assert grep(tmp_path, engine, pattern="x") == "(no matches found)"
+        assert listing(tmp_path, engine) == "(no files found)"

@@ -100,7 +100,8 @@ def encode_text(text: str, *, bom: bool) -> bytes:
 def read_text(path: Path, display: str, *, max_bytes: int = MAX_TEXT_BYTES) -> TextFile:
     """Read a regular file as text; a missing file gives an empty TextFile with exists=False."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: opening a FIFO must not hang the server (regular files ignore the flag).
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         return TextFile(text="", exists=False)
     except OSError as exc:

@@ -175,6 +175,8 @@ def search_rg(rg: str, q: Query, stop_after: int) -> list[FileHits]:
         _, err = proc.communicate(timeout=RG_TIMEOUT)
     if proc.returncode == 2 and not files:
         message = err.decode("utf-8", "replace").strip().removeprefix("rg: ")
+        if message.startswith("No files were searched"):
+            return files  # everything was ignored/hidden/not a regular file: like the fallback
         raise ToolInputError(f"grep: ripgrep refused the search: {message}")
     return files
 
