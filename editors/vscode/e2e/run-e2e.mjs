@@ -26,6 +26,7 @@ const { values: opts } = parseArgs({
     scenario: { type: "string", default: "full" },
     chromium: { type: "string", default: "/usr/bin/chromium" },
     keep: { type: "boolean", default: false },
+    screenshots: { type: "string" },
   },
 });
 for (const required of ["vsix", "cache", "tether"]) {
@@ -248,29 +249,57 @@ async function runCommand(title) {
   await quickInputBox().press("Enter");
 }
 
-/** In an open quick pick, choose the item whose label is exactly `label`. */
-async function pickItem(label) {
-  await quickInputBox().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
-  await quickInputBox().fill(label);
+/** Wait for the quick pick whose placeholder starts with `placeholder` (not a stale palette). */
+async function waitQuickPick(placeholder) {
+  const box = page.locator(`.quick-input-widget .quick-input-box input[placeholder^="${placeholder}"]`);
+  await box.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  return box;
+}
+
+/** In the quick pick with this placeholder, choose the item whose label is exactly `label`. */
+async function pickItem(placeholder, label) {
+  const box = await waitQuickPick(placeholder);
+  await box.fill(label);
   const rows = page.locator(".quick-input-list .monaco-list-row");
   const exact = rows.filter({ has: page.locator(".label-name", { hasText: new RegExp(`^${escapeRegExp(label)}$`) }) }).first();
   await exact.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
   await exact.click();
+  await waitQuickInputClosed();
 }
 
-/** Choose the first item of an open quick pick. */
-async function pickFirst() {
-  const first = page.locator(".quick-input-list .monaco-list-row").first();
-  await first.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
-  await quickInputBox().press("Enter");
+/** In the quick pick with this placeholder, choose the first item. */
+async function pickFirst(placeholder) {
+  const box = await waitQuickPick(placeholder);
+  await page.locator(".quick-input-list .monaco-list-row").first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  await box.press("Enter");
+  await waitQuickInputClosed();
 }
 
-/** Answer an input box. */
-async function answerInput(text) {
-  await quickInputBox().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+/** Answer the input box with this title. */
+async function answerInput(title, text) {
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: title }).waitFor({ state: "visible", timeout: STEP_TIMEOUT });
   await quickInputBox().fill(text);
   await quickInputBox().press("Enter");
   await waitQuickInputClosed();
+}
+
+/** Save a screenshot for the docs when --screenshots is given. */
+async function docShot(name) {
+  if (!opts.screenshots) return;
+  fs.mkdirSync(opts.screenshots, { recursive: true });
+  await page.screenshot({ path: path.join(opts.screenshots, `${name}.png`) });
+}
+
+/** The visible text of the active editor (Monaco renders lines as separate divs). */
+async function activeEditorText() {
+  const lines = page.locator(".editor-group-container.active .editor-instance .view-lines .view-line");
+  const rendered = await lines.evaluateAll((els) =>
+    els
+      .map((el) => ({ top: parseFloat(el.style.top || "0"), text: el.textContent ?? "" }))
+      .sort((a, b) => a.top - b.top)
+      .map((l) => l.text.replace(/\u00a0/g, " ")),
+  );
+  return rendered.join("\n");
 }
 
 function escapeRegExp(text) {
@@ -337,12 +366,12 @@ async function main() {
     });
     await step("Set Permission Mode → read", async () => {
       await runCommand("Tether: Set Permission Mode");
-      await pickItem("read");
+      await pickItem("What may the agent do", "read");
       await statusBarText(/Tether: read\b/);
     });
     await step("Run Tool (JSON)… write_file makes a proposal (dry run without write)", async () => {
       await runCommand("Tether: Run Tool (JSON)…");
-      await answerInput(JSON.stringify({ name: "write_file", input: { path: "stats.py", content: PROPOSED } }));
+      await answerInput("Tether: Run Tool (JSON)", JSON.stringify({ name: "write_file", input: { path: "stats.py", content: PROPOSED } }));
       await notification(/proposed a change to stats\.py/);
       await statusBarText(/1 pending/);
       await waitForFile(ORIGINAL, "unchanged by a dry run");
@@ -352,6 +381,7 @@ async function main() {
       await page.locator(".monaco-diff-editor").first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
       await page.locator(".tab", { hasText: /Tether proposal/ }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
       await page.locator(".monaco-diff-editor .modified .view-lines", { hasText: "Sum of items." }).waitFor({ timeout: STEP_TIMEOUT });
+      await docShot("proposal-diff");
     });
     await step("Accept Hunk at the cursor (hunk 1 only)", async () => {
       // Put the cursor on line 2 of the proposed side (the docstring), via Go to Line.
@@ -363,24 +393,33 @@ async function main() {
       await runCommand("Tether: Accept Hunk");
       await notification(/applied hunk 1 of stats\.py/);
       await waitForFile(AFTER_HUNK_1, "the original plus hunk 1");
+      await statusBarText(/Tether: read .*1 pending/); // hunk 2 is still waiting
     });
     await step("Rollback… restores the file after a modal confirmation", async () => {
       await runCommand("Tether: Rollback…");
-      await pickFirst();
+      await waitQuickPick("Roll the workspace back");
+      await docShot("rollback-pick");
+      await pickFirst("Roll the workspace back");
       const dialog = page.locator(".monaco-dialog-box");
       await dialog.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
       const text = await dialog.innerText();
-      if (!/stats\.py/.test(text)) throw new Error(`confirmation does not name the file:\n${text}`);
+      if (!/Restored:\s+stats\.py/.test(text)) throw new Error(`confirmation does not list the file:\n${text}`);
+      await docShot("rollback-confirm");
       await dialog.locator(".monaco-button", { hasText: "Roll Back" }).click();
       await notification(/rolled back/);
       await waitForFile(ORIGINAL, "restored to the original");
     });
     await step("Show Tool Log lists the calls, newest first", async () => {
       await runCommand("Tether: Show Tool Log");
-      await pickItem("All entries");
-      const view = page.locator(".editor-instance .view-lines", { hasText: "Tether tool log" }).first();
-      await view.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
-      await page.locator(".editor-instance .view-lines", { hasText: "write_file" }).first().waitFor({ timeout: STEP_TIMEOUT });
+      await pickItem("Show which tool calls?", "All entries");
+      await page.locator(".editor-instance .view-lines", { hasText: "Tether tool log" }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+      const text = await activeEditorText();
+      // Newest first: the rollback comes before the accept, which comes before the write_file dry run.
+      const order = [/^\S+\s+rollback\s+OK/m, /^\S+\s+accept\s+OK/m, /^\S+\s+write_file\s+DRY RUN/m].map((re) => text.search(re));
+      if (order.some((i) => i < 0) || !(order[0] < order[1] && order[1] < order[2])) {
+        throw new Error(`tool log is not newest first or misses entries (${order}):\n${text}`);
+      }
+      await docShot("tool-log");
     });
   }
   log(`total ${Date.now() - started} ms`);

@@ -16,6 +16,7 @@ import {
   rollbackConfirmation,
   rollbackCounts,
   rollbackFiles,
+  shortTime,
   toolsInLog,
 } from "./format";
 import { logError, showLogs } from "./log";
@@ -226,7 +227,7 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
           for (const cp of checkpoints.slice(0, ROLLBACK_PREVIEW_LIMIT)) {
             const plan = await server.request<RollbackResult>("tether.rollback", { checkpoint: cp.id, dryRun: true });
             previews.push({
-              label: `$(history) ${cp.time}`,
+              label: `$(history) ${shortTime(cp.time)}`,
               description: `before ${cp.tool} · ${rollbackCounts(plan)}`,
               detail: `${cp.message ? cp.message + " — " : ""}${rollbackFiles(plan)}`,
               checkpoint: cp,
@@ -239,7 +240,7 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
       const picked = await vscode.window.showQuickPick(items, { placeHolder: "Roll the workspace back to the state before…", matchOnDetail: true });
       if (!picked) return;
       const confirm = await vscode.window.showWarningMessage(
-        `Roll back to ${picked.checkpoint.time}? ${rollbackCounts(picked.plan)}.`,
+        `Roll back to ${shortTime(picked.checkpoint.time)}? ${rollbackCounts(picked.plan)}.`,
         { modal: true, detail: rollbackConfirmation(picked.checkpoint, picked.plan) },
         "Roll Back",
       );

@@ -108,7 +108,7 @@ function compact(value: unknown, limit = 300): string {
 
 /** One entry as a few readable lines. */
 export function formatEntry(entry: AuditEntry): string {
-  const time = asText(field(entry, "timestamp", "time", "ts") ?? "(no time)");
+  const time = asText(field(entry, "time", "timestamp", "ts") ?? "(no time)");
   const duration = field(entry, "duration_ms", "durationMs");
   const head = [time, toolOf(entry), outcomeOf(entry).toUpperCase()];
   if (typeof duration === "number") head.push(`${duration} ms`);
@@ -149,6 +149,12 @@ export function formatToolLog(entries: AuditEntry[], filter: LogFilter = {}): st
 
 // --- rollback -----------------------------------------------------------------------------------
 
+/** `2026-11-22T08:40:00.152+00:00` → `2026-11-22 08:40:00` (anything else is shown as it is). */
+export function shortTime(iso: string): string {
+  const match = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})/.exec(iso);
+  return match ? `${match[1]} ${match[2]}` : iso;
+}
+
 /** `2 restored, 1 deleted` — the size of a rollback, for the quick pick. */
 export function rollbackCounts(plan: Pick<RollbackResult, "restored" | "deleted" | "created">): string {
   const parts: string[] = [];
@@ -172,7 +178,7 @@ export function rollbackFiles(plan: Pick<RollbackResult, "restored" | "deleted" 
 
 /** The modal confirmation's detail: every file, grouped by what will happen to it. */
 export function rollbackConfirmation(checkpoint: Pick<CheckpointInfo, "id" | "time" | "tool">, plan: Pick<RollbackResult, "restored" | "deleted" | "created">): string {
-  const lines = [`Checkpoint ${checkpoint.id} (${checkpoint.time}, before ${checkpoint.tool}).`];
+  const lines = [`Checkpoint ${checkpoint.id} (${shortTime(checkpoint.time)}, before ${checkpoint.tool}).`];
   const group = (title: string, files: string[]) => {
     if (files.length) lines.push(`${title}:`, ...files.map((f) => `  ${f}`));
   };

@@ -115,8 +115,12 @@ export class TetherServer implements vscode.Disposable {
       logWarn(problem);
       void vscode.window.showWarningMessage(`Tether: ${problem}`);
     }
-    const inspected = config.inspect("server.path");
-    logInfo(`tether.server.path: user=${JSON.stringify(inspected?.globalValue)} workspace=${JSON.stringify(inspected?.workspaceValue)} (only the user value is used)`);
+    for (const key of ["server.path", "server.interpreter"]) {
+      const inspected = config.inspect(key);
+      if (inspected?.workspaceValue !== undefined || inspected?.workspaceFolderValue !== undefined) {
+        logWarn(`tether.${key} in the workspace settings is ignored: only your user settings choose the server program.`);
+      }
+    }
     const line = resolveServerCommand(settings, (name) => which(name));
     const apiKey = (await this.secrets.get(API_KEY_SECRET)) ?? process.env[API_KEY_ENV];
     const serverOptions: ServerOptions = {
@@ -194,7 +198,7 @@ export class TetherServer implements vscode.Disposable {
   async refreshStatus(): Promise<StatusResult | undefined> {
     if (!this.running) return undefined;
     try {
-      const status = await this.request<StatusResult>("tether.status", {});
+      const status = await this.send<StatusResult>("tether.status", {});
       this.status.ready(status);
       return status;
     } catch (error) {
@@ -208,7 +212,13 @@ export class TetherServer implements vscode.Disposable {
    * {@link ServerUnavailable} (not running; says how to fix it) or {@link CommandFailed}.
    */
   async request<T>(command: ServerCommand, args: Record<string, unknown>, token?: vscode.CancellationToken): Promise<T> {
+    // A command issued during a restart waits for the new server rather than failing.
     if (this.restartPromise) await this.restartPromise;
+    return this.send<T>(command, args, token);
+  }
+
+  /** {@link request} without waiting for a restart (used by the restart itself). */
+  private async send<T>(command: ServerCommand, args: Record<string, unknown>, token?: vscode.CancellationToken): Promise<T> {
     const client = this.client;
     if (!client || client.state !== State.Running) {
       throw new ServerUnavailable(this.failure ?? "Tether's server is not running. Run 'Tether: Restart Server', or open the logs.");

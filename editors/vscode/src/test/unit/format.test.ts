@@ -8,6 +8,7 @@ import {
   rollbackConfirmation,
   rollbackCounts,
   rollbackFiles,
+  shortTime,
   statusText,
   toolsInLog,
 } from "../../common/format";
@@ -70,6 +71,10 @@ describe("rollback preview", () => {
     assert.equal(rollbackCounts({ restored: [], deleted: [], created: [] }), "no file changes");
     assert.equal(rollbackFiles(plan), "~a.py  ~b.py  -new.txt");
     assert.equal(rollbackFiles({ restored: ["1", "2", "3"], deleted: [], created: [] }, 2), "~1  ~2  … and 1 more");
+  });
+  test("checkpoint times are shortened, unknown formats kept", () => {
+    assert.equal(shortTime("2026-11-22T08:40:00.152+00:00"), "2026-11-22 08:40:00");
+    assert.equal(shortTime("20261122_083918"), "20261122_083918");
   });
   test("confirmation lists every file by what happens to it", () => {
     const text = rollbackConfirmation({ id: "c-1", time: "10:00", tool: "write_file" }, plan);
