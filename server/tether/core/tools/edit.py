@@ -119,7 +119,7 @@ class EditFileTool:
             target=target,
             base=base.text,
             new=fsutil.to_file_newlines(replaced, base.newline),
-            exists=True,
+            exists=base.exists,  # False for an unsaved new buffer
             exclusive=False,
             from_buffer=from_buffer,
             success=f"Edited {target.rel}: replaced 1 occurrence at line {line}",
