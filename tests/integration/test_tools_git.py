@@ -229,3 +229,12 @@ def test_not_a_repository(tmp_path: Path) -> None:
     out = run(GIT, make_ctx(tmp_path), {"operation": "status"})
     assert not out.ok
     assert out.text == "Error: the workspace is not inside a git repository"
+
+
+def test_huge_payload_is_refused_before_anything_runs(hostile: tuple[Path, Path]) -> None:
+    repo, markers = hostile
+    with pytest.raises(ToolInputError) as err:
+        GIT.prepare(make_ctx(repo), {"operation": "status", "args": ["x" * 100_000] * 130})
+    assert str(err.value).startswith("git_operation: input is too large (")
+    assert str(err.value).endswith("bytes; the limit is 12582912 bytes)")
+    assert list(markers.iterdir()) == []
