@@ -432,3 +432,21 @@ def test_str_replace_in_an_unsaved_new_buffer_writes_the_file(ws: Path) -> None:
     )
     assert out.ok, out.text
     assert (ws / "draft.py").read_text() == "x = 2\n"
+
+
+def test_prepared_calls_never_raise_into_the_gate() -> None:
+    import subprocess
+
+    from tether.core.tools.base import ToolOutcome
+    from tether.core.tools.inputs import Prepared
+
+    def boom() -> ToolOutcome:
+        raise RuntimeError("unexpected")
+
+    def slow() -> ToolOutcome:
+        raise subprocess.TimeoutExpired(["/usr/bin/rg", "x"], 60)
+
+    out = Prepared("read", False, "t", boom, slow).execute()
+    assert not out.ok
+    assert out.text == "Error: internal error in the tool (RuntimeError: unexpected); please report it"
+    assert Prepared("read", False, "t", boom, slow).dry_run().text == "Error: rg timed out after 60s"

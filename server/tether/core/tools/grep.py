@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +147,8 @@ def search_rg(rg: str, q: Query, stop_after: int) -> list[FileHits]:
     current: FileHits | None = None
     matches = 0
     assert proc.stdout is not None
+    watchdog = threading.Timer(RG_TIMEOUT, proc.kill)  # a huge tree must not hang the server
+    watchdog.start()
     try:
         for raw in proc.stdout:
             event = json.loads(raw)
@@ -170,9 +173,15 @@ def search_rg(rg: str, q: Query, stop_after: int) -> list[FileHits]:
         if current is not None and current.lines and not current.binary:
             files.append(current)  # stopped mid-file: what we have is enough for the cut
     finally:
+        timed_out = not watchdog.is_alive()
+        watchdog.cancel()
         if proc.poll() is None:
             proc.kill()
         _, err = proc.communicate(timeout=RG_TIMEOUT)
+    if timed_out and proc.returncode not in (0, 1):
+        raise ToolInputError(
+            f"Error: grep timed out after {RG_TIMEOUT:.0f}s; narrow the search with path or glob"
+        )
     if proc.returncode == 2 and not files:
         message = err.decode("utf-8", "replace").strip().removeprefix("rg: ")
         if message.startswith("No files were searched"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -144,6 +145,10 @@ def _guard(fn: Callable[[], ToolOutcome]) -> ToolOutcome:
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         return failure(f"Error: {exc.strerror or exc}{where}")
+    except subprocess.TimeoutExpired as exc:
+        return failure(f"Error: {Path(str(exc.cmd[0])).name} timed out after {exc.timeout:.0f}s")
+    except Exception as exc:  # the gate does not catch here: a bug must become a loud result, not a crash
+        return failure(f"Error: internal error in the tool ({type(exc).__name__}: {exc}); please report it")
 
 
 @dataclass(frozen=True)
