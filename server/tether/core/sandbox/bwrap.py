@@ -8,6 +8,7 @@ last the read-only binds of protected paths inside the workspace.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -125,15 +126,14 @@ class BubblewrapRunner(Runner):
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
         env = sandbox_env(request.env_passthrough, workspace=request.workspace)
-        with (
-            pinned_protected(request.workspace, request.protected) as pinned,
-            tempfile.TemporaryDirectory(prefix="tether-bwrap-") as scratch,
-        ):
+        with contextlib.ExitStack() as stack:
+            pinned = stack.enter_context(pinned_protected(request.workspace, request.protected))
             excludes = None
             patterns = placeholder_excludes(request.workspace, pinned.placeholders)
             if patterns:
                 # Placeholders are empty files that exist only for the run; keep them out of the
                 # `git status` the command sees, so the agent is not misled into "cleaning" them.
+                scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="tether-bwrap-"))
                 excludes = Path(scratch) / "git-excludes"
                 excludes.write_text("".join(f"{p}\n" for p in patterns), encoding="utf-8")
                 add_git_config(env, "core.excludesFile", GIT_EXCLUDES_IN_SANDBOX)

@@ -104,11 +104,47 @@ def add_git_config(env: dict[str, str], key: str, value: str) -> None:
     env["GIT_CONFIG_COUNT"] = str(index + 1)
 
 
+_driver_cache: dict[tuple[str, int, int, int], list[str]] = {}
+
+
 def repo_driver_keys(workspace: Path) -> list[str]:
-    """Program-valued driver keys set in the repository config of `workspace` (empty if no repo)."""
+    """Program-valued driver keys set in the repository config of `workspace` (empty if no repo).
+
+    Cached on the identity and mtime of `.git/config` when that file has no include directives
+    (with includes, other files matter and git is asked every time).
+    """
     git = shutil.which("git")
     if git is None or not _inside_repo(workspace):
         return []
+    key = _config_key(workspace)
+    if key is not None and key in _driver_cache:
+        return list(_driver_cache[key])
+    keys = _read_driver_keys(git, workspace)
+    if key is not None:
+        if len(_driver_cache) > 256:
+            _driver_cache.clear()
+        _driver_cache[key] = keys
+    return list(keys)
+
+
+def _config_key(workspace: Path) -> tuple[str, int, int, int] | None:
+    for candidate in (workspace, *workspace.parents):
+        git_dir = candidate / ".git"
+        if git_dir.exists():
+            config = git_dir / "config"
+            if git_dir.is_dir() and not config.exists():
+                return (str(workspace), 0, 0, 0)  # no config (yet): nothing to neutralise
+            try:
+                st = config.stat()
+                if b"[include" in config.read_bytes().lower():
+                    return None
+            except OSError:
+                return None
+            return (str(workspace), st.st_ino, st.st_mtime_ns, st.st_size)
+    return None
+
+
+def _read_driver_keys(git: str, workspace: Path) -> list[str]:
     env = {"PATH": os.environ.get("PATH", DEFAULT_PATH), "GIT_CONFIG_NOSYSTEM": "1"}
     env["GIT_CONFIG_GLOBAL"] = "/dev/null"
     try:

@@ -99,6 +99,8 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
                     sel.unregister(key.fileobj)
         if not (timed_out or cancelled):
             # Pipes closed but the command may not have exited yet: wait within the deadline.
+            # Short sleeps first: the wrapper usually exits right after closing its pipes.
+            pause = 0.0005
             while not _exited(proc):
                 if time.monotonic() >= deadline:
                     timed_out = True
@@ -106,7 +108,8 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
                 if cancel is not None and cancel.is_set():
                     cancelled = True
                     break
-                time.sleep(_POLL_SECONDS / 5)
+                time.sleep(pause)
+                pause = min(pause * 2, _POLL_SECONDS / 5)
         _kill(proc, spawn)  # leader still unreaped: the group id is still ours
         proc.wait()
     finally:

@@ -1,0 +1,151 @@
+"""Sandbox benchmark: spawn overhead per backend vs a plain spawn, and memory while capping 1 GB.
+
+Run: python tests/bench/bench_sandbox.py [--rounds N]
+Baselines are measured in the same run: a plain `subprocess` spawn of `true`, and the process's own
+peak RSS before the big output. Goals (from issue 3): the preferred backend adds ≤ 10 ms over the
+plain spawn; capping a 1 GB output grows peak memory by ≤ 32 MB. Goals are reported, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tether.core.sandbox import STRENGTH_ORDER, RunRequest, auto_choice, make_runner, probe_backend
+
+SPAWN_GOAL_MS = 10.0
+MEMORY_GOAL_MB = 32.0
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def plain_spawn(rounds: int) -> float:
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run(["true"], check=True)
+        samples.append(time.perf_counter() - start)
+    return _median_ms(samples)
+
+
+def backend_spawn(name: str, ws: Path, rounds: int, protected: tuple[Path, ...] | None = None) -> float:
+    runner = make_runner(name)
+    request = RunRequest(
+        argv=("true",),
+        script=None,
+        cwd=ws,
+        workspace=ws,
+        timeout=30,
+        max_output_bytes=10_000,
+        protected=protected if protected is not None else (ws / ".git",),
+    )
+    runner.run(request)  # warm-up (page cache, lazy imports)
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        result = runner.run(request)
+        samples.append(time.perf_counter() - start)
+        if result.exit_code != 0:
+            raise SystemExit(f"{name}: `true` failed: {result.stderr}")
+    return _median_ms(samples)
+
+
+def raw_bwrap_spawn(ws: Path, rounds: int) -> float | None:
+    """bwrap with the same profile but no Tether around it: separates bwrap's cost from ours."""
+    from tether.core.sandbox.bwrap import bwrap_args, find_bwrap
+
+    found = find_bwrap()
+    if found is None:
+        return None
+    request = RunRequest(argv=("true",), script=None, cwd=ws, workspace=ws, timeout=30, max_output_bytes=1)
+    argv = bwrap_args(request, (ws / ".git",), found[0])
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True)
+        samples.append(time.perf_counter() - start)
+    return _median_ms(samples)
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory_while_capping(name: str, ws: Path) -> tuple[float, float, int]:
+    runner = make_runner(name)
+    request = RunRequest(
+        argv=None,
+        script="head -c 1000000000 /dev/zero | tr '\\0' 'x'",
+        cwd=ws,
+        workspace=ws,
+        timeout=300,
+        max_output_bytes=500_000,
+    )
+    before = rss_mb()
+    start = time.perf_counter()
+    result = runner.run(request)
+    seconds = time.perf_counter() - start
+    if result.stdout_bytes != 1_000_000_000:
+        raise SystemExit(f"{name}: expected 1e9 bytes, read {result.stdout_bytes}")
+    return rss_mb() - before, seconds, len(result.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    preferred = auto_choice()
+    print(f"preferred backend (auto): {preferred}")
+    with tempfile.TemporaryDirectory(prefix="tether-bench-") as tmp:
+        ws = Path(tmp).resolve()
+        (ws / ".git").mkdir()
+        base = plain_spawn(args.rounds)
+        print(f"plain spawn of `true`: median {base:.2f} ms ({args.rounds} rounds)")
+        raw = raw_bwrap_spawn(ws, args.rounds)
+        if raw is not None:
+            print(
+                f"raw bwrap (same profile, no Tether): median {raw:.2f} ms, +{raw - base:.2f} ms over plain"
+            )
+        for name in STRENGTH_ORDER:
+            status = probe_backend(name)
+            if not status.available:
+                print(f"{name:>10}: skipped ({status.reason})")
+                continue
+            med = backend_spawn(name, ws, args.rounds)
+            over = med - base
+            goal = ""
+            if name == preferred:
+                verdict = "meets" if over <= SPAWN_GOAL_MS else "MISSES"
+                goal = f"  [{verdict} goal ≤ {SPAWN_GOAL_MS:g} ms over plain]"
+            print(
+                f"{name:>10}: median {med:.2f} ms, +{over:.2f} ms over plain, ratio {med / base:.1f}x{goal}"
+            )
+        if preferred is not None:
+            from tether.core.sandbox.protected import protected_paths
+
+            full = protected_paths(ws)
+            med = backend_spawn(preferred, ws, args.rounds, full)
+            print(
+                f"{preferred:>10} with the policy's {len(full)} protected paths (most need a placeholder): "
+                f"median {med:.2f} ms, +{med - base:.2f} ms over plain"
+            )
+            growth, seconds, kept = memory_while_capping(preferred, ws)
+            verdict = "meets" if growth <= MEMORY_GOAL_MB else "MISSES"
+            print(
+                f"1 GB output through {preferred}: peak RSS growth {growth:.1f} MB "
+                f"[{verdict} goal ≤ {MEMORY_GOAL_MB:g} MB], kept {kept} chars, "
+                f"{seconds:.1f} s ({1000 / seconds:.0f} MB/s)"
+            )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
