@@ -161,12 +161,20 @@ class Conversation:
         """Stamps of the saved responses, oldest first."""
         return sorted(p.name[: -len("-response.json")] for p in self.path.glob("*-response.json"))
 
+    def _has_tool_use(self, stamp: str) -> bool:
+        try:
+            data = json.loads((self.path / f"{stamp}-response.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return False
+        return any(isinstance(b, dict) and b.get("type") == "tool_use" for b in data.get("content") or [])
+
     def load_response(self, stamp: str | None = None) -> tuple[str, dict[str, Any]]:
         stamps = self.stamps()
         if not stamps:
             raise AgentError(f"conversation {self.id} has no saved response to replay")
         if stamp is None:
-            stamp = stamps[-1]
+            # the newest response that asked for tools: replaying a plain answer would do nothing
+            stamp = next((s for s in reversed(stamps) if self._has_tool_use(s)), stamps[-1])
         elif stamp not in stamps:
             matches = [s for s in stamps if s.startswith(stamp)]
             if len(matches) != 1:

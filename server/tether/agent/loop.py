@@ -418,7 +418,12 @@ class Agent:
         """Run the call in a worker thread; on cancellation, signal it and wait for it to stop cleanly."""
         call = asyncio.ensure_future(
             asyncio.to_thread(
-                self.executor.call, name, tool_input, conversation_id=conversation_id, cancel=cancel
+                self.executor.call,
+                name,
+                tool_input,
+                conversation_id=conversation_id,
+                cancel=cancel,
+                source=source,
             )
         )
         try:
