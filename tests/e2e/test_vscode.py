@@ -96,7 +96,7 @@ def _server_ready() -> bool:
     return proc.returncode == 0
 
 
-def _run_e2e(cache: Path, vsix: Path, scenario: str) -> str:
+def _run_e2e(cache: Path, vsix: Path, scenario: str, *extra: str) -> str:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     cmd = [
         str(cache / "node" / "bin" / "node"),
@@ -111,6 +111,7 @@ def _run_e2e(cache: Path, vsix: Path, scenario: str) -> str:
         str(ARTIFACTS),
         "--scenario",
         scenario,
+        *extra,
     ]
     proc = subprocess.run(cmd, cwd=EXT, env=env, capture_output=True, text=True, timeout=420, check=False)
     output = proc.stdout + proc.stderr
@@ -160,9 +161,19 @@ def test_e2e_smoke(e2e_cache: Path, vsix: Path) -> None:
 
 
 @pytest.mark.timeout(900)
-def test_e2e_review_accept_rollback(e2e_cache: Path, vsix: Path) -> None:
-    """Set Permission Mode → proposal → diff → accept one hunk (checked on disk) → Rollback… (checked
-    on disk) → Show Tool Log, all through the palette of a real VS Code against `tether serve`."""
+def test_e2e_restricted_mode(e2e_cache: Path, vsix: Path) -> None:
+    """Untrusted workspace: Tether stays off and says so; a repository's .vscode/settings.json
+    naming its own server program never runs it; granting trust starts the user's server."""
     if not _server_ready():
         pytest.skip("`tether serve` is not available yet (the language server has not landed)")
-    _run_e2e(e2e_cache, vsix, "full")
+    _run_e2e(e2e_cache, vsix, "restricted")
+
+
+@pytest.mark.timeout(900)
+def test_e2e_review_accept_rollback(e2e_cache: Path, vsix: Path) -> None:
+    """Set Permission Mode → Check Command… → Run Command in Sandbox… → Ask Agent… (offline Messages
+    API) makes a proposal → Show Proposal Diff → Accept Hunk at the cursor (checked on disk) →
+    Rollback… (checked on disk) → Show Tool Log, through the palette of a real VS Code."""
+    if not _server_ready():
+        pytest.skip("`tether serve` is not available yet (the language server has not landed)")
+    _run_e2e(e2e_cache, vsix, "full", "--agent")
