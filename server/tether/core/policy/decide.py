@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import glob as globmod
 import os
+import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from tether.core.policy.lex import Word
 from tether.core.policy.parse import parse
-from tether.core.policy.paths import bare_repository_trap, check_path
+from tether.core.policy.paths import PathCheck, bare_repository_trap, check_path, resolve_checked
 from tether.core.policy.programs import BLOCKED, PROGRAMS
 from tether.core.policy.settings import PolicySettings
 from tether.core.policy.types import MODES, Decision, Deny, Mode, Redirect, Segment
@@ -94,7 +95,12 @@ def _check_mode(mode: str) -> None:
         raise Deny("input.mode", f"unknown mode {mode!r} (expected read or command)")
 
 
+_CONTROL_ASCII = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def _check_characters(text: str) -> None:
+    if text.isascii() and not _CONTROL_ASCII.search(text):
+        return  # fast path: printable ASCII plus newline and tab
     for ch in text:
         if ch in _ALLOWED_NEWLINE_TAB or (" " <= ch < "\x7f"):
             continue
@@ -225,11 +231,11 @@ def _check_command(
             )
         parsed = program.check(expanded, mode)
         for p in parsed.read_paths:
-            _require(check_path(p, workspace, write=False, settings=settings), name)
+            _require_path(p, workspace, False, settings, name)
         if parsed.write_paths and mode == "read":
             raise Deny("mode.read", f"`{name}` would write files; read mode allows no writes", program=name)
         for p in parsed.write_paths:
-            _require(check_path(p, workspace, write=True, settings=settings), name)
+            _require_path(p, workspace, True, settings, name)
         if name == "git":
             _git_trap(parsed.values, workspace)
     elif name in BLOCKED:
@@ -264,12 +270,15 @@ def _git_trap(values: Sequence[tuple[str, str]], workspace: Path) -> None:
         )
 
 
-def _require(result: object, name: str) -> None:
-    from tether.core.policy.paths import PathCheck
-
-    assert isinstance(result, PathCheck)
+def _require(result: PathCheck, name: str) -> None:
     if not result.ok:
         raise Deny(result.rule, result.reason, _path_suggestion(result.rule), program=name)
+
+
+def _require_path(raw: str, workspace: Path, write: bool, settings: PolicySettings, name: str) -> None:
+    real, rule, reason = resolve_checked(raw, str(workspace), write=write, settings=settings)
+    if real is None:
+        raise Deny(rule, reason, _path_suggestion(rule), program=name)
 
 
 def _path_suggestion(rule: str) -> str:

@@ -10,6 +10,7 @@ backtick, a line continuation, a metacharacter inside a "word", brace expansion,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tether.core.policy.types import Deny
@@ -62,8 +63,13 @@ def _superset_pattern(tokens: list[tuple[str, bool]]) -> str:
     return "".join(out)
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9_./,:+@%=^-]+\Z")
+
+
 def unquote(raw: str) -> Word:
     """Quote-remove `raw` (the exact source text of one shell word) or raise `Deny`."""
+    if _PLAIN.match(raw):  # fast path: nothing bash would treat specially
+        return Word(value=raw, pattern="")
     out: list[str] = []
     pat: list[tuple[str, bool]] = []
     glob = False

@@ -16,6 +16,7 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import os
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -125,6 +126,36 @@ def protected_write_paths(workspace: Path, settings: PolicySettings) -> list[Pat
     return paths
 
 
+def _resolve(root: str, path: str) -> str:
+    """`os.path.realpath(os.path.join(root, path))` for a real `root`, with fewer system calls.
+
+    realpath re-checks every component of the (already real) workspace root; we start from the
+    root and lstat only the components of `path`, falling back to realpath at the first symlink.
+    Missing components are kept and `..` pops them, exactly as realpath (non-strict) does.
+    """
+    if path.startswith("/"):
+        return os.path.realpath(path)
+    parts = path.split("/")
+    current = root
+    for index, part in enumerate(parts):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = current + part if current.endswith("/") else current + "/" + part
+        try:
+            mode = os.lstat(candidate).st_mode
+        except OSError:
+            current = candidate  # does not exist (yet): kept as written
+            continue
+        if stat.S_ISLNK(mode):
+            rest = "/".join(parts[index + 1 :])
+            return os.path.realpath(candidate + "/" + rest if rest else candidate)
+        current = candidate
+    return current
+
+
 def expand_tilde(raw: str) -> str | None:
     """`~` and `~/x` → $HOME-based path; None for `~user`, `~+`, `~-` (not understood)."""
     if raw == "~" or raw.startswith("~/"):
@@ -136,39 +167,40 @@ def expand_tilde(raw: str) -> str | None:
 
 def check_path(raw: str, workspace: Path, *, write: bool, settings: PolicySettings) -> PathCheck:
     """Resolve `raw` (relative to the workspace) and say whether it may be read or written."""
+    real, rule, reason = resolve_checked(raw, str(workspace), write=write, settings=settings)
+    return PathCheck(real is not None, Path(real) if real is not None else None, rule, reason)
+
+
+def resolve_checked(
+    raw: str, workspace: str, *, write: bool, settings: PolicySettings
+) -> tuple[str | None, str, str]:
+    """`check_path` without building Path objects (the decision loop calls it per argument)."""
     if "\0" in raw:
-        return PathCheck(False, None, "path.nul", "the path contains a NUL byte")
+        return None, "path.nul", "the path contains a NUL byte"
     if raw == "":
-        return PathCheck(False, None, "path.empty", "the path is empty")
+        return None, "path.empty", "the path is empty"
     expanded = expand_tilde(raw)
     if expanded is None:
-        return PathCheck(False, None, "path.tilde", f"{raw!r}: only `~` and `~/…` are understood")
-    root = _real_workspace(str(workspace))
-    joined = os.path.join(root, expanded)  # an absolute `expanded` replaces root
-    real = os.path.realpath(joined)
+        return None, "path.tilde", f"{raw!r}: only `~` and `~/…` are understood"
+    root = _real_workspace(workspace)
+    real = _resolve(root, expanded)
     if not _inside(real, root):
-        return PathCheck(
-            False,
-            None,
-            "path.outside_workspace",
-            f"{raw!r} resolves to {real!r}, outside the workspace {root!r}",
-        )
+        return None, "path.outside_workspace", f"{raw!r} resolves to {real!r}, outside the workspace {root!r}"
     if write:
-        lexical = os.path.normpath(joined)
+        if real == root:
+            return None, "path.protected", "the workspace root itself cannot be written"
+        lexical = os.path.normpath(os.path.join(root, expanded))
         candidates = [os.path.relpath(real, root)]
         if _inside(lexical, root):
             candidates.append(os.path.relpath(lexical, root))
-        if real == root:
-            return PathCheck(False, None, "path.protected", "the workspace root itself cannot be written")
         for rel in candidates:
             if is_protected(rel, settings):
-                return PathCheck(
-                    False,
+                return (
                     None,
                     "path.protected",
                     f"{raw!r} is a protected file ({rel}): writing it could make later commands run code",
                 )
-    return PathCheck(True, Path(real), "allowed", "")
+    return real, "allowed", ""
 
 
 def bare_repository_trap(directory: str, workspace: Path) -> str | None:
@@ -180,7 +212,7 @@ def bare_repository_trap(directory: str, workspace: Path) -> str | None:
     read-only git command run there would run the agent's code.
     """
     root = _real_workspace(str(workspace))
-    current = os.path.realpath(os.path.join(root, directory))
+    current = _resolve(root, directory)
     while _inside(current, root):
         if os.path.exists(os.path.join(current, ".git")):
             return None  # git stops at the first `.git`; that one is protected from writes

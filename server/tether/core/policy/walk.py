@@ -22,7 +22,7 @@ from tether.core.policy.types import Deny
 _STATEMENTS = frozenset({"command", "pipeline", "list", "redirected_statement"})
 _ARGUMENTS = frozenset({"word", "string", "raw_string", "concatenation", "number"})
 _ARG_PARTS = frozenset({"word", "string", "string_content", "raw_string", "number", '"'})
-_BLANKS = frozenset(b" \t\n")
+_BLANKS = b" \t\n"
 _COMMAND_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
 
 _NODE_RULES: dict[str, tuple[str, str]] = {
@@ -94,14 +94,14 @@ def _refuse(node: tree_sitter.Node) -> Deny:
     return Deny(rule, f"{what} is not allowed")
 
 
-def _check_gaps(node: tree_sitter.Node, source: bytes) -> None:
+def _check_gaps(node: tree_sitter.Node, children: list[tree_sitter.Node], source: bytes) -> None:
     """Between (and around) a node's children only blanks may appear: nothing was skipped."""
     pos = node.start_byte
-    for child in node.children:
-        if any(b not in _BLANKS for b in source[pos : child.start_byte]):
+    for child in children:
+        if source[pos : child.start_byte].strip(_BLANKS):
             raise Deny("syntax.parse_error", "the parser skipped part of the command")
         pos = child.end_byte
-    if any(b not in _BLANKS for b in source[pos : node.end_byte]):
+    if source[pos : node.end_byte].strip(_BLANKS):
         raise Deny("syntax.parse_error", "the parser skipped part of the command")
 
 
@@ -112,9 +112,10 @@ def walk(tree: tree_sitter.Tree, source: bytes) -> Walked:
     if root.type != "program":
         raise _refuse(root)
     result = Walked(commands=[])
-    _check_gaps(root, source)
+    children = root.children
+    _check_gaps(root, children, source)
     statements = 0
-    for child in root.children:
+    for child in children:
         if child.type in (";", "\n"):
             continue
         if child.type == "&":
@@ -129,16 +130,18 @@ def walk(tree: tree_sitter.Tree, source: bytes) -> Walked:
 
 
 def _statement(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
-    if node.type not in _STATEMENTS:
+    kind = node.type
+    if kind not in _STATEMENTS:
         raise _refuse(node)
-    _check_gaps(node, source)
-    if node.type == "command":
-        result.commands.append(_command(node, source, ()))
-    elif node.type == "redirected_statement":
-        _redirected(node, source, result)
-    elif node.type == "pipeline":
+    children = node.children
+    _check_gaps(node, children, source)
+    if kind == "command":
+        result.commands.append(_command(children, source, ()))
+    elif kind == "redirected_statement":
+        _redirected(children, source, result)
+    elif kind == "pipeline":
         result.compound = True
-        for child in node.children:
+        for child in children:
             if child.type == "|":
                 continue
             if child.type == "|&":
@@ -148,7 +151,7 @@ def _statement(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
             _statement(child, source, result)
     else:  # list
         result.compound = True
-        for child in node.children:
+        for child in children:
             if child.type in ("&&", "||"):
                 continue
             if not child.is_named:
@@ -156,10 +159,10 @@ def _statement(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
             _statement(child, source, result)
 
 
-def _redirected(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
+def _redirected(children: list[tree_sitter.Node], source: bytes, result: Walked) -> None:
     body: tree_sitter.Node | None = None
     redirects: list[RawRedirect] = []
-    for child in node.children:
+    for child in children:
         if child.type == "file_redirect":
             redirects.append(_redirect(child, source))
         elif body is None and child.type == "command":
@@ -168,24 +171,29 @@ def _redirected(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
             raise _refuse(child)
     if body is None:
         raise Deny("syntax.unsupported", "a redirect without a command is not allowed")
-    result.commands.append(_command(body, source, tuple(redirects)))
+    body_children = body.children
+    _check_gaps(body, body_children, source)
+    result.commands.append(_command(body_children, source, tuple(redirects)))
 
 
-def _command(node: tree_sitter.Node, source: bytes, trailing: tuple[RawRedirect, ...]) -> RawCommand:
+def _command(
+    children: list[tree_sitter.Node], source: bytes, trailing: tuple[RawRedirect, ...]
+) -> RawCommand:
     name: str | None = None
     args: list[Word] = []
     redirects: list[RawRedirect] = []
     prev_end = -1
-    for child in node.children:
-        if child.type == "command_name":
+    for child in children:
+        kind = child.type
+        if kind == "command_name":
             name = _command_name(child)
-        elif child.type in _ARGUMENTS:
-            if name is None:
+        elif kind in _ARGUMENTS:
+            if name is None:  # pragma: no cover - the grammar puts the name first
                 raise Deny("syntax.unsupported", "an argument before the command name")
             if child.start_byte == prev_end:
                 raise Deny("syntax.parse_error", "two words run together; bash would join them")
             args.append(_argument(child))
-        elif child.type == "file_redirect":
+        elif kind == "file_redirect":
             redirects.append(_redirect(child, source))
         else:
             raise _refuse(child)
@@ -235,16 +243,18 @@ def _check_arg_tree(node: tree_sitter.Node) -> None:
 
 
 def _argument(node: tree_sitter.Node) -> Word:
-    _check_arg_tree(node)
+    if node.type != "word":  # a word is a leaf token; the lexer re-reads its text anyway
+        _check_arg_tree(node)
     return unquote(_text(node))
 
 
 def _redirect(node: tree_sitter.Node, source: bytes) -> RawRedirect:
-    _check_gaps(node, source)
+    children = node.children
+    _check_gaps(node, children, source)
     fd = ""
     op = ""
     targets: list[tree_sitter.Node] = []
-    for child in node.children:
+    for child in children:
         if child.type == "file_descriptor":
             fd = _text(child)
         elif not child.is_named:

@@ -1,0 +1,242 @@
+"""Path rules against real directories: symlinks, `..`, `~`, absolute paths, globs, protected files.
+
+Every case builds a real tree in a temp dir (with real symlinks) — the escapes we test are
+filesystem facts, not strings.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tether.core.policy import (
+    PolicySettings,
+    check_path,
+    decide,
+    decide_argv,
+    is_protected,
+    protected_write_paths,
+)
+
+SETTINGS = PolicySettings()
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> dict[str, Path]:
+    """/ws (the workspace), /ws-evil (a sibling sharing the prefix), /outside with a secret."""
+    ws = tmp_path / "ws"
+    evil = tmp_path / "ws-evil"
+    outside = tmp_path / "outside"
+    for d in (ws / "src", evil, outside, ws / ".git" / "hooks"):
+        d.mkdir(parents=True)
+    (outside / "secret.txt").write_text("secret\n")
+    (evil / "x.txt").write_text("x\n")
+    (ws / "src" / "app.py").write_text("print()\n")
+    os.symlink(outside, ws / "link_out")  # directory symlink leaving the workspace
+    os.symlink(outside / "secret.txt", ws / "secret_link")  # file symlink leaving it
+    os.symlink(ws / "src", ws / "link_in")  # symlink staying inside
+    os.symlink(ws / ".git", ws / "gitlink")  # innocent-looking name for .git
+    os.symlink(outside / "new.txt", ws / "dangling_out")  # dangling, pointing outside
+    return {"ws": ws, "evil": evil, "outside": outside}
+
+
+@pytest.mark.parametrize(
+    ("raw", "ok", "rule"),
+    [
+        ("src/app.py", True, "allowed"),
+        ("./src/../src/app.py", True, "allowed"),
+        ("link_in/app.py", True, "allowed"),
+        ("new/file.txt", True, "allowed"),  # need not exist
+        ("..", False, "path.outside_workspace"),
+        ("../ws-evil/x.txt", False, "path.outside_workspace"),
+        ("src/../../outside/secret.txt", False, "path.outside_workspace"),
+        ("link_out/secret.txt", False, "path.outside_workspace"),
+        ("secret_link", False, "path.outside_workspace"),
+        ("dangling_out", False, "path.outside_workspace"),
+        ("/etc/passwd", False, "path.outside_workspace"),
+        ("~/x", False, "path.outside_workspace"),
+        ("~root/x", False, "path.tilde"),
+        ("a\0b", False, "path.nul"),
+        ("", False, "path.empty"),
+    ],
+)
+def test_check_path_read(tree: dict[str, Path], raw: str, ok: bool, rule: str) -> None:
+    result = check_path(raw, tree["ws"], write=False, settings=SETTINGS)
+    assert (result.ok, result.rule) == (ok, rule), result.reason
+    if ok:
+        assert result.path is not None
+        assert result.path.is_relative_to(tree["ws"].resolve())
+
+
+def test_prefix_sibling_is_not_inside(tree: dict[str, Path]) -> None:
+    """`/…/ws-evil` starts with the string `/…/ws` but is not inside it."""
+    result = check_path(str(tree["evil"] / "x.txt"), tree["ws"], write=False, settings=SETTINGS)
+    assert (result.ok, result.rule) == (False, "path.outside_workspace")
+    assert not decide(f"cat {tree['evil'] / 'x.txt'}", "read", tree["ws"], SETTINGS).allowed
+
+
+def test_absolute_path_inside_is_fine(tree: dict[str, Path]) -> None:
+    assert check_path(str(tree["ws"] / "src" / "app.py"), tree["ws"], write=False, settings=SETTINGS).ok
+
+
+def test_workspace_given_through_a_symlink(tree: dict[str, Path], tmp_path: Path) -> None:
+    alias = tmp_path / "alias"
+    os.symlink(tree["ws"], alias)
+    assert check_path("src/app.py", alias, write=False, settings=SETTINGS).ok
+    assert not check_path("../outside/secret.txt", alias, write=False, settings=SETTINGS).ok
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        "gitlink/hooks/pre-commit",  # a symlink to .git: the real path is protected
+        "sub/.git",
+        ".GIT/config",
+        ".gitattributes",
+        "pkg/.gitattributes",
+        ".gitmodules",
+        ".tether/config.toml",
+        ".vscode/tasks.json",
+        ".idea/workspace.xml",
+        ".claude/settings.json",
+        ".mcp.json",
+        ".envrc",
+        ".npmrc",
+        ".yarnrc.yml",
+        ".pypirc",
+        "pip.conf",
+        ".pre-commit-config.yaml",
+        ".bashrc",
+        ".zshrc",
+        ".profile",
+        "node_modules/.bin/jest",
+        "web/node_modules/.bin/vite",
+        ".cargo/config.toml",
+        ".husky/pre-commit",
+        ".",
+    ],
+)
+def test_protected_paths_are_never_write_targets(tree: dict[str, Path], raw: str) -> None:
+    result = check_path(raw, tree["ws"], write=True, settings=SETTINGS)
+    assert (result.ok, result.rule) == (False, "path.protected"), result.reason
+    assert check_path(raw, tree["ws"], write=False, settings=SETTINGS).ok  # reading is fine
+
+
+def test_ordinary_files_are_writable(tree: dict[str, Path]) -> None:
+    for raw in ("out.txt", "src/app.py", "docs/gitattributes.md", "node_modules/x/index.js", "git/config"):
+        assert check_path(raw, tree["ws"], write=True, settings=SETTINGS).ok, raw
+
+
+def test_extra_protected_globs(tree: dict[str, Path]) -> None:
+    settings = PolicySettings(extra_protected=("secrets/", "*.pem", "deploy/*.yaml"))
+    assert is_protected("secrets/db.txt", settings)
+    assert is_protected("server.pem", settings)
+    assert is_protected("certs/server.pem", settings)  # fnmatch's `*` also crosses `/`: broader is safer
+    assert is_protected("deploy/prod.yaml", settings)
+    assert not is_protected("src/app.py", settings)
+    result = check_path("secrets/x", tree["ws"], write=True, settings=settings)
+    assert result.rule == "path.protected"
+
+
+def test_protected_write_paths_lists_absolute_workspace_paths(tree: dict[str, Path]) -> None:
+    settings = PolicySettings(extra_protected=("secrets", "*.pem"))
+    paths = protected_write_paths(tree["ws"], settings)
+    root = tree["ws"].resolve()
+    assert all(p.is_absolute() and p.is_relative_to(root) for p in paths)
+    for name in (".git", ".tether", ".vscode", ".envrc", ".gitattributes", "secrets"):
+        assert root / name in paths
+    assert root / "node_modules" / ".bin" in paths
+    assert not any("*" in str(p) for p in paths)
+
+
+# --- paths inside commands -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "mode", "rule"),
+    [
+        ("cat link_out/secret.txt", "read", "path.outside_workspace"),
+        ("cat secret_link", "read", "path.outside_workspace"),
+        ("head -5 link_out/secret.txt", "read", "path.outside_workspace"),
+        ("grep -r secret link_out", "read", "path.outside_workspace"),
+        ("ls link_out/", "read", "path.outside_workspace"),
+        ("cat lin*/secret.txt", "read", "path.outside_workspace"),  # glob through the symlink
+        ("cat link_[a-z]ut/secret.txt", "read", "path.outside_workspace"),  # bracket glob
+        ("cat link_[!x]ut/secret.txt", "read", "path.outside_workspace"),  # bash-only bracket syntax
+        ("cat link_[^x]ut/secret.txt", "read", "path.outside_workspace"),
+        ("cat s?cret_link", "read", "path.outside_workspace"),
+        ("cat */secret.txt", "read", "path.outside_workspace"),
+        ("cat .*/secret.txt", "read", "path.glob_dots"),
+        ("cat ../ws-evil/x.txt", "read", "path.outside_workspace"),
+        ("echo x > link_out/new.txt", "command", "path.outside_workspace"),
+        ("echo x > dangling_out", "command", "path.outside_workspace"),
+        ("echo x > gitlink/hooks/pre-commit", "command", "path.protected"),
+        ("echo x >> .git/config", "command", "path.protected"),
+        ("ls 2> .envrc", "command", "path.protected"),
+        ("ls &> .vscode/settings.json", "command", "path.protected"),
+        ("cat < link_out/secret.txt", "command", "path.outside_workspace"),
+        ("git -C link_out log", "read", "path.outside_workspace"),
+        ("cat src/app.py", "read", "allowed"),
+        ("cat link_in/app.py", "read", "allowed"),
+        ("cat src/*.py", "read", "allowed"),
+        ("echo x > src/out.txt", "command", "allowed"),
+        ("cat < src/app.py", "read", "allowed"),
+        ("ls > /dev/null 2>&1", "read", "allowed"),
+        ("ls > out.txt", "read", "mode.read"),
+        ("ls 2> err.txt", "read", "mode.read"),
+    ],
+)
+def test_paths_in_commands(tree: dict[str, Path], command: str, mode: str, rule: str) -> None:
+    decision = decide(command, mode, tree["ws"], SETTINGS)  # type: ignore[arg-type]
+    assert decision.rule == rule, decision.reason
+    assert decision.allowed is (rule == "allowed")
+
+
+def test_glob_matching_a_file_named_like_an_option_is_checked_as_that_option(tmp_path: Path) -> None:
+    """An agent-written file called `--pre=sh` must not turn `rg x *` into `rg x --pre=sh`."""
+    ws = tmp_path / "clean"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("")
+    assert decide("rg x *", "read", ws, SETTINGS).allowed
+    (ws / "--pre=sh").write_text("")
+    decision = decide("rg x *", "read", ws, SETTINGS)
+    assert (decision.allowed, decision.rule) == (False, "flag.denied")
+    (ws / "--pre=sh").unlink()
+    (ws / "-delete").write_text("")
+    assert decide("find . -name x *", "read", ws, SETTINGS).rule == "flag.denied"
+
+
+def test_tilde_inside_workspace_home(tree: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tree["ws"]))
+    assert decide("cat ~/src/app.py", "read", tree["ws"], SETTINGS).allowed
+    monkeypatch.setenv("HOME", str(tree["outside"]))
+    decision = decide("cat ~/secret.txt", "read", tree["ws"], SETTINGS)
+    assert decision.rule == "path.outside_workspace"
+
+
+def test_git_refuses_a_directory_shaped_like_a_bare_repository(tree: dict[str, Path]) -> None:
+    """An agent can write HEAD, objects/, refs/ and config; git would obey that config."""
+    trap = tree["ws"] / "trap"
+    (trap / "objects").mkdir(parents=True)
+    (trap / "refs").mkdir()
+    (trap / "HEAD").write_text("ref: refs/heads/main\n")
+    (trap / "config").write_text("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    assert decide("git -C trap status", "read", tree["ws"], SETTINGS).rule == "git.bare_repository"
+    assert decide("git -C trap/refs log", "read", tree["ws"], SETTINGS).rule == "git.bare_repository"
+    assert decide("git -C src status", "read", tree["ws"], SETTINGS).allowed  # ws has .git
+
+
+def test_decide_argv_checks_paths_literally(tree: dict[str, Path]) -> None:
+    ws = tree["ws"]
+    assert decide_argv(["cat", "src/app.py"], "read", ws, SETTINGS).allowed
+    assert decide_argv(["cat", "link_out/secret.txt"], "read", ws, SETTINGS).rule == "path.outside_workspace"
+    decision = decide_argv(["cat", "*.py"], "read", ws, SETTINGS)  # exec'd directly: no glob
+    assert decision.allowed
+    assert decision.needs_shell is False
+    assert decide_argv(["./rm", "x"], "command", ws, SETTINGS).rule == "command.name_chars"
+    assert decide_argv(["cat", "a\0b"], "read", ws, SETTINGS).rule == "input.control_char"
+    assert decide_argv([], "read", ws, SETTINGS).rule == "input.invalid"
