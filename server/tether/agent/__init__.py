@@ -46,7 +46,7 @@ def create_agent(
         from tether.agent.anthropic_client import AnthropicModelClient, resolve_endpoint
 
         endpoint = resolve_endpoint(settings, environ)
-        if not endpoint.offline:
+        if not endpoint.placeholder_key:
             secrets.append(endpoint.api_key)
         client = AnthropicModelClient(endpoint, **dict(client_options or {}))
     store = ConversationStore(gate.workspace)

@@ -74,7 +74,8 @@ class Endpoint:
 
     base_url: str | None
     api_key: str
-    offline: bool
+    offline: bool  # a loopback URL: the local offline server (or a local proxy)
+    placeholder_key: bool = False  # no real key exists: nothing secret to protect
 
     def __repr__(self) -> str:
         return f"Endpoint(base_url={self.base_url!r}, offline={self.offline})"
@@ -96,7 +97,7 @@ def resolve_endpoint(settings: AgentSettings, environ: Mapping[str, str] | None 
     offline = base_url is not None and _is_loopback(base_url)
     if key is None:
         if offline:
-            return Endpoint(base_url, OFFLINE_KEY, True)
+            return Endpoint(base_url, OFFLINE_KEY, True, placeholder_key=True)
         raise AgentError(
             "no Anthropic API key: set ANTHROPIC_API_KEY in the environment, or `api_key` under [agent] "
             f"in your user config ({user_config_path()}). To work offline, start `tether fake-api --script "

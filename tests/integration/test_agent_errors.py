@@ -1,0 +1,236 @@
+"""API failures as the real SDK meets them over HTTP (401, 403, 429, 5xx, 529, drops, stalls), and the
+API key's confinement: it never reaches logs, conversations, the audit log, the screen or a command."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from tether.agent import AgentEvent, create_agent
+from tether.agent.anthropic_client import OFFLINE_KEY, resolve_endpoint
+from tether.agent.fakeapi import FakeAnthropicServer, parse_script
+from tether.agent.render import TerminalRenderer
+from tether.core.config import AgentSettings, EffectiveConfig, config_from_mappings
+from tether.core.gate import Gate
+from tether.core.permissions import parse_permissions
+from tether.errors import AgentError
+
+MODEL = "claude-sonnet-5-5"
+SECRET = "sk-ant-api03-TESTSECRET-0123456789abcdefghijklmnop"
+OK = {"content": "Recovered fine."}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("hello\n")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    return ws
+
+
+def _ask(
+    ws: Path, steps: list[dict[str, Any]], *, events: list[AgentEvent] | None = None, **client_options: Any
+) -> tuple[Any, FakeAnthropicServer]:
+    """Run one turn against the script; returns (TurnResult or the AgentError, the server)."""
+    options = {"max_retries": 2, "timeout": 30.0, "backoff": 0.01, **client_options}
+    with FakeAnthropicServer(parse_script(steps)) as api:
+        gate = Gate(ws, parse_permissions("read"), config=EffectiveConfig())
+        settings = AgentSettings(model=MODEL, base_url=api.url)
+        agent = create_agent(
+            gate,
+            settings,
+            on_event=(events.append if events is not None else None),
+            environ={},
+            client_options=options,
+        )
+        try:
+            outcome: Any = asyncio.run(agent.ask("hello"))
+        except AgentError as exc:
+            outcome = exc
+    return outcome, api
+
+
+def _statuses(api: FakeAnthropicServer) -> list[int]:
+    return [r.status for r in api.requests]
+
+
+def test_401_is_not_retried_and_says_where_the_key_goes(workspace: Path) -> None:
+    error, api = _ask(workspace, [{"error": {"status": 401, "message": "invalid x-api-key"}}, OK])
+    assert isinstance(error, AgentError)
+    assert "401" in str(error)
+    assert "ANTHROPIC_API_KEY" in str(error)
+    assert _statuses(api) == [401]
+
+
+def test_403_suggests_another_model(workspace: Path) -> None:
+    error, _ = _ask(workspace, [{"error": {"status": 403, "message": "model not allowed"}}])
+    assert isinstance(error, AgentError)
+    assert "--model" in str(error)
+    assert "model not allowed" in str(error)
+
+
+def test_429_with_retry_after_is_waited_out_and_shown(workspace: Path) -> None:
+    events: list[AgentEvent] = []
+    result, api = _ask(workspace, [{"error": {"status": 429, "retry_after": 0.05}}, OK], events=events)
+    assert result.text == "Recovered fine."
+    assert _statuses(api) == [429, 200]
+    assert api.requests[1].headers["x-stainless-retry-count"] == "1"
+    notices = [e.text for e in events if e.kind == "retry"]
+    assert len(notices) == 1
+    assert "rate limited (HTTP 429)" in notices[0]
+    assert "0.05s" in notices[0]
+
+
+def test_429_until_retries_run_out(workspace: Path) -> None:
+    error, api = _ask(workspace, [{"error": {"status": 429, "retry_after": 0.05}}] * 3)
+    assert isinstance(error, AgentError)
+    assert "rate limited (HTTP 429)" in str(error)
+    assert "3 attempts" in str(error)
+    assert _statuses(api) == [429, 429, 429]
+
+
+def test_a_retry_after_longer_than_we_wait_fails_at_once(workspace: Path) -> None:
+    error, api = _ask(workspace, [{"error": {"status": 429, "retry_after": 3600}}, OK])
+    assert isinstance(error, AgentError)
+    assert "3600s" in str(error)
+    assert _statuses(api) == [429]
+
+
+@pytest.mark.parametrize(
+    ("status", "words"), [(529, "overloaded (HTTP 529)"), (500, "internal error (HTTP 500")]
+)
+def test_server_errors_are_retried_then_explained(workspace: Path, status: int, words: str) -> None:
+    recovered, api = _ask(workspace, [{"error": {"status": status}}, OK])
+    assert recovered.text == "Recovered fine."
+    assert _statuses(api) == [status, 200]
+    error, api = _ask(workspace, [{"error": {"status": status}}] * 3)
+    assert isinstance(error, AgentError)
+    assert words in str(error)
+
+
+def test_connection_dropped_before_the_response(workspace: Path) -> None:
+    result, _api = _ask(workspace, [{"drop": "before_response"}, OK])
+    assert result.text == "Recovered fine."
+    error, _ = _ask(workspace, [{"drop": "before_response"}] * 3)
+    assert isinstance(error, AgentError)
+    assert "could not reach" in str(error)
+    assert "fake-api" in str(error)  # offline: the hint is about the local server
+
+
+def test_connection_dropped_mid_stream_is_restarted_by_us(workspace: Path) -> None:
+    events: list[AgentEvent] = []
+    result, api = _ask(workspace, [{"drop": "mid_stream"}, OK], events=events)
+    assert result.text == "Recovered fine."  # the partial answer was discarded, not glued on
+    assert _statuses(api) == [200, 200]
+    assert [e.kind for e in events if e.kind in ("restart", "retry")] == ["restart"]
+    error, _ = _ask(workspace, [{"drop": "mid_stream"}] * 3)
+    assert isinstance(error, AgentError)
+    assert "kept dropping" in str(error)
+
+
+def test_overloaded_error_event_mid_stream_is_restarted(workspace: Path) -> None:
+    result, _ = _ask(workspace, [{"error_event": {"type": "overloaded_error", "message": "Overloaded"}}, OK])
+    assert result.text == "Recovered fine."
+
+
+def test_a_stalled_response_times_out(workspace: Path) -> None:
+    error, _api = _ask(workspace, [{"drop": "stall"}], timeout=0.5, max_retries=0)
+    assert isinstance(error, AgentError)
+    assert "timed out" in str(error)
+
+
+def test_error_turns_are_recorded_in_the_conversation(workspace: Path) -> None:
+    error, _ = _ask(workspace, [{"error": {"status": 401}}])
+    assert isinstance(error, AgentError)
+    events = list((workspace / ".tether" / "conversations").glob("*/events.jsonl"))
+    assert len(events) == 1
+    assert '"error"' in events[0].read_text()
+
+
+# --- the key --------------------------------------------------------------------------------------
+
+
+def test_key_sources_env_then_user_config_never_project() -> None:
+    assert (
+        resolve_endpoint(AgentSettings(api_key="from-user-config"), {"ANTHROPIC_API_KEY": SECRET}).api_key
+        == SECRET
+    )
+    assert (
+        resolve_endpoint(AgentSettings(api_key="from-user-config-123"), {}).api_key == "from-user-config-123"
+    )
+    project = config_from_mappings({}, {"agent": {"api_key": "evil-key", "base_url": "https://evil.example"}})
+    assert project.agent.api_key is None
+    assert project.agent.base_url is None
+    assert any("only the user config" in w for w in project.warnings)
+    with pytest.raises(AgentError, match="ANTHROPIC_API_KEY"):
+        resolve_endpoint(project.agent, {})
+    offline = resolve_endpoint(AgentSettings(base_url="http://127.0.0.1:9"), {})
+    assert offline.offline
+    assert offline.api_key == OFFLINE_KEY
+    with pytest.raises(AgentError):  # no key and a remote URL: refuse, never send a placeholder there
+        resolve_endpoint(AgentSettings(base_url="https://proxy.example.com"), {})
+    assert SECRET not in repr(resolve_endpoint(AgentSettings(), {"ANTHROPIC_API_KEY": SECRET}))
+
+
+def test_the_key_never_reaches_disk_logs_screen_or_the_model(
+    workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    screen = io.StringIO()
+    renderer = TerminalRenderer(Console(file=screen, width=200), "debug")
+    (workspace / "settings.txt").write_text(f"token={SECRET}\n")  # a file that happens to hold it
+    steps = [
+        {
+            "content": [
+                {"tool_use": {"name": "read_file", "input": {"path": "notes.txt"}}},
+                {"tool_use": {"name": "read_file", "input": {"path": "settings.txt"}}},
+            ]
+        },
+        {"error": {"status": 401}},
+    ]
+    with FakeAnthropicServer(parse_script(steps)) as api:
+        gate = Gate(workspace, parse_permissions("read"), config=EffectiveConfig())
+        settings = replace(AgentSettings(model=MODEL, base_url=api.url))
+        agent = create_agent(
+            gate,
+            settings,
+            on_event=renderer,
+            environ={"ANTHROPIC_API_KEY": SECRET},
+            client_options={"max_retries": 0},
+        )
+        with pytest.raises(AgentError) as info:
+            asyncio.run(agent.ask("read the notes"))
+        received = repr([(r.headers, r.body) for r in api.requests])
+    assert SECRET not in str(info.value)
+    assert SECRET[:20] not in received  # the model never saw it: the file's copy was redacted
+    assert "[REDACTED]" in received
+    assert SECRET not in screen.getvalue()
+    assert SECRET not in caplog.text
+    for path in (workspace / ".tether" / "conversations").rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(), path
+    counters = workspace / ".tether" / "config.json"
+    assert SECRET not in counters.read_text()
+
+
+def test_the_key_is_not_in_a_commands_environment(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    gate = Gate(workspace, parse_permissions("command"), config=EffectiveConfig())
+    if "bash_command" not in gate.tool_names():
+        pytest.skip("the gate has no bash_command tool in this build")
+    result = gate.call("bash_command", {"command": "env"}, source="agent")
+    if not result.ok and "sandbox" in result.text.lower():
+        pytest.skip(f"no sandbox here: {result.text}")
+    assert result.ok, result.text
+    assert SECRET not in result.text
+    assert "ANTHROPIC_API_KEY" not in result.text
+    assert SECRET not in (workspace / ".tether" / "tool_log.jsonl").read_text()
