@@ -340,6 +340,17 @@ async function pickFirst(placeholder) {
   await waitQuickInputClosed();
 }
 
+/** In the multi-select quick pick with this placeholder, tick the item labelled exactly `label`. */
+async function tick(placeholder, label) {
+  await waitQuickPick(placeholder);
+  const row = page
+    .locator(".quick-input-list .monaco-list-row")
+    .filter({ has: page.locator(".label-name", { hasText: new RegExp(`^${escapeRegExp(label)}$`) }) })
+    .first();
+  await row.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  await row.click();
+}
+
 /** Answer the input box with this title. */
 async function answerInput(title, text) {
   await page.locator(".quick-input-widget .quick-input-title", { hasText: title }).waitFor({ state: "visible", timeout: STEP_TIMEOUT });
@@ -477,7 +488,7 @@ async function reviewScenario() {
   });
   await step("Show Tool Log lists the calls, newest first", async () => {
     await runCommand("Tether: Show Tool Log");
-    await pickItem("Show which tool calls?", "All entries");
+    await pickFirst("Filter"); // nothing ticked: every entry
     await page.locator(".editor-instance .view-lines", { hasText: "Tether tool log" }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
     const text = await activeEditorText();
     // Newest first: the rollback comes before the accept, which comes before the write_file dry run.
@@ -486,6 +497,18 @@ async function reviewScenario() {
       throw new Error(`tool log is not newest first or misses entries (${order}):\n${text}`);
     }
     await docShot("tool-log");
+  });
+  await step("Show Tool Log filtered by tool and outcome", async () => {
+    await runCommand("Tether: Show Tool Log");
+    await tick("Filter", "dry run");
+    await tick("Filter", "write_file");
+    await quickInputBox().press("Enter");
+    await waitQuickInputClosed();
+    await page.locator(".editor-instance .view-lines", { hasText: "tool write_file, outcome dry run" }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    const text = await activeEditorText();
+    if (!/write_file\s+DRY RUN/.test(text) || /\brollback\b|\baccept\b|bash_command/.test(text)) {
+      throw new Error(`filtered tool log shows the wrong entries:\n${text}`);
+    }
     assertEvilNeverRan();
   });
 }

@@ -9,6 +9,7 @@ import {
   OUTCOMES,
   asText,
   type LogFilter,
+  type Outcome,
   formatCheck,
   formatCommandResult,
   formatToolLog,
@@ -251,21 +252,27 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
 
     [COMMANDS.showToolLog]: async () => {
       const { entries } = await server.request<{ entries: AuditEntry[] }>("tether.toolLog", { n: TOOL_LOG_LIMIT });
-      type FilterItem = vscode.QuickPickItem & { filter: LogFilter };
-      const items: FilterItem[] = [{ label: "All entries", description: `${entries.length}`, filter: {} }];
-      items.push({ label: "By outcome", kind: vscode.QuickPickItemKind.Separator, filter: {} });
+      type FilterItem = vscode.QuickPickItem & { tool?: string; outcome?: Outcome };
+      const items: FilterItem[] = [{ label: "Outcome", kind: vscode.QuickPickItemKind.Separator }];
       for (const outcome of OUTCOMES) {
-        const count = entries.filter((e) => matchesFilter(e, { outcome })).length;
-        if (count) items.push({ label: `Outcome: ${outcome}`, description: `${count}`, filter: { outcome } });
+        const count = entries.filter((e) => matchesFilter(e, { outcomes: [outcome] })).length;
+        if (count) items.push({ label: outcome, description: `outcome · ${count}`, outcome });
       }
-      items.push({ label: "By tool", kind: vscode.QuickPickItemKind.Separator, filter: {} });
+      items.push({ label: "Tool", kind: vscode.QuickPickItemKind.Separator });
       for (const tool of toolsInLog(entries)) {
-        const count = entries.filter((e) => matchesFilter(e, { tool })).length;
-        items.push({ label: `Tool: ${tool}`, description: `${count}`, filter: { tool } });
+        const count = entries.filter((e) => matchesFilter(e, { tools: [tool] })).length;
+        items.push({ label: tool, description: `tool · ${count}`, tool });
       }
-      const picked = await vscode.window.showQuickPick(items, { placeHolder: "Show which tool calls? (newest first)" });
+      const picked = await vscode.window.showQuickPick(items, {
+        canPickMany: true,
+        placeHolder: `Filter ${entries.length} tool calls: tick tools and/or outcomes, or none for all; Enter shows them newest first`,
+      });
       if (!picked) return;
-      await views.show("Tool Log.log", formatToolLog(entries, picked.filter), "log");
+      const filter: LogFilter = {
+        tools: picked.flatMap((i) => (i.tool ? [i.tool] : [])),
+        outcomes: picked.flatMap((i) => (i.outcome ? [i.outcome] : [])),
+      };
+      await views.show("Tool Log.log", formatToolLog(entries, filter), "log");
     },
 
     [COMMANDS.setPermissionMode]: async () => {

@@ -60,14 +60,15 @@ export function toolOf(entry: AuditEntry): string {
   return typeof tool === "string" ? tool : "(unknown tool)";
 }
 
+/** Empty or missing lists mean "any"; tools and outcomes combine with AND. */
 export interface LogFilter {
-  tool?: string;
-  outcome?: Outcome;
+  tools?: readonly string[];
+  outcomes?: readonly Outcome[];
 }
 
 export function matchesFilter(entry: AuditEntry, filter: LogFilter): boolean {
-  if (filter.tool !== undefined && toolOf(entry) !== filter.tool) return false;
-  if (filter.outcome !== undefined && outcomeOf(entry) !== filter.outcome) return false;
+  if (filter.tools?.length && !filter.tools.includes(toolOf(entry))) return false;
+  if (filter.outcomes?.length && !filter.outcomes.includes(outcomeOf(entry))) return false;
   return true;
 }
 
@@ -78,8 +79,8 @@ export function toolsInLog(entries: AuditEntry[]): string[] {
 
 function describeFilter(filter: LogFilter): string {
   const parts: string[] = [];
-  if (filter.tool) parts.push(`tool = ${filter.tool}`);
-  if (filter.outcome) parts.push(`outcome = ${filter.outcome}`);
+  if (filter.tools?.length) parts.push(`tool ${filter.tools.join(" or ")}`);
+  if (filter.outcomes?.length) parts.push(`outcome ${filter.outcomes.join(" or ")}`);
   return parts.length ? parts.join(", ") : "all entries";
 }
 

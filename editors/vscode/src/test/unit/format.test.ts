@@ -43,15 +43,20 @@ describe("tool log", () => {
     assert.match(text, /all entries — 4 of 4 entries, newest first/);
   });
 
-  test("filter by tool and by outcome", () => {
-    const bash = formatToolLog(entries, { tool: "bash_command" });
-    assert.match(bash, /tool = bash_command — 2 of 4/);
+  test("filter by tool, by outcome, and by both", () => {
+    const bash = formatToolLog(entries, { tools: ["bash_command"] });
+    assert.match(bash, /tool bash_command — 2 of 4/);
     assert.doesNotMatch(bash, /read_file/);
-    const denied = formatToolLog(entries, { outcome: "denied" });
-    assert.match(denied, /1 of 4/);
+    const denied = formatToolLog(entries, { outcomes: ["denied"] });
+    assert.match(denied, /outcome denied — 1 of 4/);
     assert.match(denied, /decision: denied \(deny\.not_allowed\) — curl is not allowed/);
     assert.match(denied, /error: {4}Command 'curl' is not in the allowed list/);
-    assert.match(formatToolLog(entries, { tool: "nothing" }), /\(no entries\)/);
+    const both = formatToolLog(entries, { tools: ["bash_command", "write_file"], outcomes: ["failed", "dry run"] });
+    assert.match(both, /tool bash_command or write_file, outcome failed or dry run — 2 of 4/);
+    assert.match(both, /10:03/);
+    assert.match(both, /10:02/);
+    assert.match(formatToolLog(entries, { tools: ["nothing"] }), /\(no entries\)/);
+    assert.match(formatToolLog(entries, { tools: [], outcomes: [] }), /all entries — 4 of 4/);
   });
 
   test("long inputs are cut with their length", () => {
