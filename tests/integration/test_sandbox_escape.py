@@ -220,6 +220,19 @@ def test_write_to_system_paths_fails(sbx: Runner, target: str) -> None:
     assert not Path(target).exists()
 
 
+@pytest.mark.parametrize(
+    "target", ["/proc/sys/kernel/core_pattern", "/proc/sys/vm/drop_caches", "/sys/kernel/uevent_helper"]
+)
+def test_kernel_settings_cannot_be_opened_for_writing(sbx: Runner, target: str) -> None:
+    """As root, an open(O_WRONLY) on a sysctl is enough to later set e.g. core_pattern (host root).
+
+    `: >` opens for writing without writing anything, so the test itself changes nothing."""
+    if not Path(target).exists():
+        pytest.skip(f"{target} does not exist on this kernel")
+    proc = sbx.run(f": > {target} && echo OPENED-FOR-WRITING; exit 0")
+    assert "OPENED-FOR-WRITING" not in proc.stdout
+
+
 def test_write_to_home_fails(sbx: Runner) -> None:
     proc = sbx.run('echo pwned > "$HOME/pwned"; echo "alias ls=evil" >> "$HOME/.bashrc"; exit 0')
     assert proc.returncode == 0

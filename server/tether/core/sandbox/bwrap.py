@@ -88,6 +88,10 @@ def bwrap_args(
         "/dev",
         "--proc",
         "/proc",
+        # bwrap covers /proc/sys read-only only when it looks writable to the unprivileged user;
+        # as root (uid 0 maps to host root) sysctls such as kernel.core_pattern stay writable.
+        "--remount-ro",
+        "/proc",
         "--tmpfs",
         "/tmp",
         "--tmpfs",
