@@ -5,8 +5,6 @@
  * together; starting two servers on one workspace would race on its checkpoints. Like ruff-vscode,
  * at most one restart runs and at most one more is queued behind it.
  */
-import * as fs from "node:fs";
-import * as path from "node:path";
 import * as vscode from "vscode";
 import {
   CloseAction,
@@ -25,6 +23,7 @@ import { createLog, logError, logInfo, logWarn } from "./log";
 import type { ServerCommand, StatusResult, TetherEvent } from "./protocol";
 import { initializationOptions, resolveServerCommand, resolveSettings, serverEnvironment } from "./settings";
 import type { StatusItem } from "./status";
+import { which } from "./which";
 
 /** Raised when a command is used while the server cannot answer; the message says what to do. */
 export class ServerUnavailable extends Error {}
@@ -37,21 +36,6 @@ export class CommandFailed extends Error {
   ) {
     super(message);
   }
-}
-
-/** `which`: the absolute path of an executable on PATH, or null. */
-export function which(name: string, searchPath = process.env.PATH ?? ""): string | null {
-  for (const dir of searchPath.split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      if (fs.statSync(candidate).isFile()) return candidate;
-    } catch {
-      // not here; keep looking
-    }
-  }
-  return null;
 }
 
 export class TetherServer implements vscode.Disposable {
