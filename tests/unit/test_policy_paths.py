@@ -163,6 +163,10 @@ def test_protected_write_paths_lists_absolute_workspace_paths(tree: dict[str, Pa
         ("cat secret_link", "read", "path.outside_workspace"),
         ("head -5 link_out/secret.txt", "read", "path.outside_workspace"),
         ("grep -r secret link_out", "read", "path.outside_workspace"),
+        ("grep -R secret .", "read", "flag.denied"),  # would recurse into link_out
+        ("grep -r secret .", "read", "allowed"),  # -r skips symlinks found while recursing
+        ("rg --follow secret", "read", "flag.denied"),
+        ("find -L . -name secret.txt", "read", "flag.denied"),
         ("ls link_out/", "read", "path.outside_workspace"),
         ("cat lin*/secret.txt", "read", "path.outside_workspace"),  # glob through the symlink
         ("cat link_[a-z]ut/secret.txt", "read", "path.outside_workspace"),  # bracket glob

@@ -16,12 +16,13 @@ from tether.core.policy.types import Deny, Mode
 
 _GNU = "--help --version"
 _FILES0 = {"--files0-from": "reads a list of file names from a file"}
+_FOLLOW = "follows symbolic links, which can lead out of the workspace"
 
 LS = spec(
     "ls",
-    "-a -A -l -h -R -1 -t -S -r -d -F -p -i -s -n -G -g -o -c -u -x -C -Q -v -X -U -L -H -B -k -m -N "
+    "-a -A -l -h -R -1 -t -S -r -d -F -p -i -s -n -G -g -o -c -u -x -C -Q -v -X -U -H -B -k -m -N "
     "--all --almost-all --human-readable --si --recursive --reverse --classify --directory --inode "
-    "--size --numeric-uid-gid --full-time --group-directories-first --literal --dereference "
+    "--size --numeric-uid-gid --full-time --group-directories-first --literal "
     "--ignore-backups --no-group --quote-name --escape --author --dereference-command-line " + _GNU,
     {
         "-I": "text",
@@ -40,6 +41,7 @@ LS = spec(
         "--quoting-style": "text",
     },
     optional={"--color": "text", "--hyperlink": "text", "--classify": "text"},
+    denied={"-L": _FOLLOW, "--dereference": _FOLLOW},
 )
 CAT = spec(
     "cat",
@@ -107,8 +109,8 @@ STAT = spec(
 )
 DU = spec(
     "du",
-    "-s -h -a -c -k -m -b -x -L -P -S -l -0 -H -D --summarize --human-readable --all --total "
-    "--apparent-size --one-file-system --dereference --no-dereference --separate-dirs "
+    "-s -h -a -c -k -m -b -x -P -S -l -0 -H -D --summarize --human-readable --all --total "
+    "--apparent-size --one-file-system --no-dereference --separate-dirs "
     "--count-links --null --bytes --si --inodes " + _GNU,
     {
         "-d": "int",
@@ -123,7 +125,7 @@ DU = spec(
         "--time-style": "text",
     },
     optional={"--time": "text"},
-    denied=_FILES0,
+    denied={**_FILES0, "-L": _FOLLOW, "--dereference": _FOLLOW},
 )
 DF = spec(
     "df",
@@ -141,7 +143,7 @@ DF = spec(
 )
 TREE = spec(
     "tree",
-    "-a -d -f -h -s -D -C -n -i -F -l -x -J -X -p -u -g -q -N -Q -r -t -c -v -U --noreport "
+    "-a -d -f -h -s -D -C -n -i -F -x -J -X -p -u -g -q -N -Q -r -t -c -v -U --noreport "
     "--dirsfirst --filesfirst --gitignore --prune --du --si --help --version --matchdirs --ignore-case",
     {
         "-L": "int",
@@ -154,6 +156,7 @@ TREE = spec(
     },
     abbrev=False,
     denied={
+        "-l": _FOLLOW,
         "-o": "writes the listing to a file",
         "-R": "writes 00Tree.html files",
         "-H": "HTML output is not needed",
@@ -225,13 +228,12 @@ TR = spec(
 )
 DIFF = spec(
     "diff",
-    "-q -s -c -u -e -n -y -p -t -T -l -r -N -a -w -b -B -E -Z -i --brief --report-identical-files "
+    "-q -s -c -u -e -n -y -p -t -T -r -N -a -w -b -B -E -Z -i --brief --report-identical-files "
     "--normal --ed --rcs --side-by-side --left-column --suppress-common-lines --show-c-function "
     "--expand-tabs --initial-tab --suppress-blank-empty --recursive --no-dereference --new-file "
     "--unidirectional-new-file --ignore-file-name-case --no-ignore-file-name-case --text "
     "--strip-trailing-cr --ignore-case --ignore-tab-expansion --ignore-trailing-space "
-    "--ignore-space-change --ignore-all-space --ignore-blank-lines --minimal --speed-large-files "
-    "--paginate " + _GNU,
+    "--ignore-space-change --ignore-all-space --ignore-blank-lines --minimal --speed-large-files " + _GNU,
     {
         "-C": "int",
         "-U": "int",
@@ -341,6 +343,18 @@ DATE = spec(
 )
 
 
+def _diff(args: Sequence[str], mode: Mode) -> Parsed:
+    """GNU diff follows symlinks while recursing unless told not to."""
+    parsed = parse_args(args, DIFF)
+    if {"-r", "--recursive"} & set(parsed.options) and "--no-dereference" not in parsed.options:
+        raise Deny(
+            "flag.denied",
+            "`diff -r` follows symbolic links, which can lead out of the workspace",
+            "add --no-dereference: `diff -r --no-dereference A B`",
+        )
+    return parsed
+
+
 def _echo(args: Sequence[str], mode: Mode) -> Parsed:
     """Every argument of echo is text (bash's builtin knows only -n -e -E and never fails)."""
     return Parsed(positionals=list(args))
@@ -371,7 +385,6 @@ FILE_PROGRAMS: tuple[Program, ...] = (
             UNIQ,
             CUT,
             TR,
-            DIFF,
             NL,
             TAC,
             REALPATH,
@@ -388,6 +401,7 @@ FILE_PROGRAMS: tuple[Program, ...] = (
             FALSE,
         )
     ),
+    Program("diff", frozenset({"read", "command"}), _diff, "compare files"),
     Program("echo", frozenset({"read", "command"}), _echo, "print text"),
     Program("date", frozenset({"read", "command"}), _date, "display the date"),
 )

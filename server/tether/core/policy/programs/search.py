@@ -16,11 +16,12 @@ from tether.core.policy.programs.base import Program
 from tether.core.policy.types import Deny, Mode
 
 _GNU = "--help --version"
+_FOLLOW = "follows symbolic links, which can lead out of the workspace"
 
 GREP = spec(
     "grep",
-    "-r -R -n -i -y -l -L -c -v -w -x -E -F -G -P -o -h -H -s -q -z -Z -a -I -b -U -T "
-    "--recursive --dereference-recursive --line-number --ignore-case --no-ignore-case "
+    "-r -n -i -y -l -L -c -v -w -x -E -F -G -P -o -h -H -s -q -z -Z -a -I -b -U -T "
+    "--recursive --line-number --ignore-case --no-ignore-case "
     "--files-with-matches --files-without-match --count --invert-match --word-regexp "
     "--line-regexp --extended-regexp --fixed-strings --basic-regexp --perl-regexp "
     "--only-matching --no-filename --with-filename --no-messages --quiet --silent --text "
@@ -53,14 +54,15 @@ GREP = spec(
     first_positional="text",
     first_positional_unless=frozenset({"-e", "-f", "--regexp", "--file"}),
     numeric_flag=True,
+    denied={"-R": _FOLLOW, "--dereference-recursive": _FOLLOW},
 )
 
 RG = spec(
     "rg",
-    "-i -S -s -l -c -v -w -x -F -o -u -U -P -L -H -I -n -N -a -q -0 -p -b -h -V -j "
+    "-i -S -s -l -c -v -w -x -F -o -u -U -P -H -I -n -N -a -q -0 -p -b -h -V "
     "--ignore-case --smart-case --case-sensitive --files-with-matches --files-without-match "
     "--count --count-matches --invert-match --word-regexp --line-regexp --fixed-strings "
-    "--only-matching --unrestricted --multiline --multiline-dotall --pcre2 --no-pcre2 --follow "
+    "--only-matching --unrestricted --multiline --multiline-dotall --pcre2 --no-pcre2 --no-follow "
     "--with-filename --no-filename --line-number --no-line-number --text --quiet --null "
     "--pretty --byte-offset --column --no-column --heading --no-heading --hidden --no-hidden "
     "--no-ignore --no-ignore-vcs --no-ignore-dot --no-ignore-exclude --no-ignore-global "
@@ -74,6 +76,7 @@ RG = spec(
         "-g": "text",
         "-t": "text",
         "-T": "text",
+        "-j": "int",
         "-A": "int",
         "-B": "int",
         "-C": "int",
@@ -115,6 +118,8 @@ RG = spec(
     abbrev=False,  # ripgrep does not accept abbreviations
     denied={
         "--pre": "runs a program on every file searched",
+        "-L": _FOLLOW,
+        "--follow": _FOLLOW,
         "--pre-glob": "belongs to --pre, which runs programs",
         "-z": "runs decompression programs",
         "--search-zip": "runs decompression programs",
@@ -144,7 +149,6 @@ _FIND_TESTS_NOARG = frozenset(
         "-writable",
         "-executable",
         "-depth",
-        "-follow",
         "-xdev",
         "-mount",
         "-daystart",
@@ -205,6 +209,8 @@ _FIND_TESTS_ARG = {
     "-samefile": "path",
 }
 _FIND_DENIED = {
+    "-follow": _FOLLOW,
+    "-L": _FOLLOW,
     "-exec": "runs a program",
     "-execdir": "runs a program",
     "-ok": "runs a program",
@@ -223,6 +229,10 @@ def _find(args: Sequence[str], mode: Mode) -> Parsed:
     parsed = Parsed()
     i = 0
     while i < len(args) and args[i] in ("-H", "-L", "-P"):
+        if args[i] == "-L":
+            raise Deny(
+                "flag.denied", f"`find -L` is not allowed: {_FOLLOW}", "drop -L (find -P is the default)"
+            )
         parsed.options.append(args[i])
         i += 1
     if i < len(args) and args[i].startswith("-O"):
