@@ -94,7 +94,8 @@ export class TetherServer implements vscode.Disposable {
       return;
     }
     const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
-    const { settings, problems } = resolveSettings(config);
+    const resolved = resolveSettings(config);
+    const { settings, problems } = resolved;
     for (const problem of problems) {
       logWarn(problem);
       void vscode.window.showWarningMessage(`Tether: ${problem}`);
@@ -118,7 +119,7 @@ export class TetherServer implements vscode.Disposable {
       workspaceFolder: folder,
       outputChannel: createLog(),
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: initializationOptions(settings, this.sessionPermissions),
+      initializationOptions: initializationOptions(resolved, this.sessionPermissions),
       initializationFailedHandler: () => false,
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),

@@ -74,6 +74,8 @@ export const SETTING_KEYS: Record<keyof TetherSettings, string> = {
 
 export interface InspectResult {
   globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
 }
 
 /** The slice of `WorkspaceConfiguration` the resolver needs. */
@@ -86,6 +88,16 @@ export interface ResolvedSettings {
   settings: TetherSettings;
   /** Human-readable problems with the user's values; each falls back to its default. */
   problems: string[];
+  /**
+   * The settings the user actually set (valid, in any scope). Only these are sent to the server:
+   * an unset VS Code setting must not override the user's Tether config file with our default.
+   */
+  explicit: ReadonlySet<keyof TetherSettings>;
+}
+
+function isSet(source: SettingsSource, key: string): boolean {
+  const i = source.inspect(key);
+  return i !== undefined && (i.globalValue !== undefined || i.workspaceValue !== undefined || i.workspaceFolderValue !== undefined);
 }
 
 /**
@@ -165,7 +177,12 @@ export function resolveSettings(source: SettingsSource): ResolvedSettings {
       problems.push(`tether.maxCost: ${JSON.stringify(maxCost)} is not a non-negative number of dollars; using the server's default`);
     }
   }
-  return { settings, problems };
+  const explicit = new Set<keyof TetherSettings>();
+  for (const field of ["permissions", "sandbox", "commandTimeout", "model", "maxCost"] as const) {
+    const invalid = problems.some((p) => p.startsWith(`tether.${SETTING_KEYS[field]}:`));
+    if (isSet(source, SETTING_KEYS[field]) && !invalid) explicit.add(field);
+  }
+  return { settings, problems, explicit };
 }
 
 export interface ServerCommandLine {
@@ -193,26 +210,28 @@ export function resolveServerCommand(settings: TetherSettings, which: (name: str
 }
 
 export interface InitializationOptions {
-  permissions: string;
-  sandbox: SandboxBackend;
-  commandTimeout: number;
+  permissions?: string;
+  sandbox?: SandboxBackend;
+  commandTimeout?: number;
   model?: string;
   maxCost?: number;
 }
 
 /**
- * The server's initializationOptions (docs/lsp.md). The API key is deliberately NOT here: it goes
- * to the server process's environment, so LSP traces of `initialize` can never contain it.
+ * The server's initializationOptions (docs/lsp.md): only what the user set in VS Code, so the
+ * server's own config file decides the rest. The API key is deliberately NOT here: it goes to the
+ * server process's environment, so LSP traces of `initialize` can never contain it.
  * `sessionPermissions` (from Set Permission Mode) wins over the setting so a restart keeps it.
  */
-export function initializationOptions(settings: TetherSettings, sessionPermissions?: string): InitializationOptions {
-  const options: InitializationOptions = {
-    permissions: sessionPermissions ?? settings.permissions,
-    sandbox: settings.sandbox,
-    commandTimeout: settings.commandTimeout,
-  };
-  if (settings.model) options.model = settings.model;
-  if (settings.maxCost > 0) options.maxCost = settings.maxCost;
+export function initializationOptions(resolved: Pick<ResolvedSettings, "settings" | "explicit">, sessionPermissions?: string): InitializationOptions {
+  const { settings, explicit } = resolved;
+  const options: InitializationOptions = {};
+  if (sessionPermissions !== undefined) options.permissions = sessionPermissions;
+  else if (explicit.has("permissions")) options.permissions = settings.permissions;
+  if (explicit.has("sandbox")) options.sandbox = settings.sandbox;
+  if (explicit.has("commandTimeout")) options.commandTimeout = settings.commandTimeout;
+  if (explicit.has("model") && settings.model) options.model = settings.model;
+  if (explicit.has("maxCost") && settings.maxCost > 0) options.maxCost = settings.maxCost;
   return options;
 }
 

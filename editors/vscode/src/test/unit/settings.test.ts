@@ -15,7 +15,8 @@ import {
 function source(effective: Record<string, unknown>, user: Record<string, unknown> = {}): SettingsSource {
   return {
     get: (key) => effective[key],
-    inspect: (key) => ({ globalValue: user[key] }),
+    // Effective values not in `user` come from the workspace (a repository's .vscode/settings.json).
+    inspect: (key) => ({ globalValue: user[key], workspaceValue: key in user ? undefined : effective[key] }),
   };
 }
 
@@ -114,14 +115,25 @@ describe("resolveServerCommand", () => {
 });
 
 describe("initializationOptions and environment", () => {
-  test("camelCase options; empty model and zero cost are left to the server", () => {
-    assert.deepEqual(initializationOptions(DEFAULTS), { permissions: "none", sandbox: "auto", commandTimeout: 30 });
-    const opts = initializationOptions({ ...DEFAULTS, model: "claude-x", maxCost: 2 }, "read");
-    assert.deepEqual(opts, { permissions: "read", sandbox: "auto", commandTimeout: 30, model: "claude-x", maxCost: 2 });
+  test("only what the user set is sent; the server's config file decides the rest", () => {
+    assert.deepEqual(initializationOptions(resolveSettings(source({}))), {});
+    const set = resolveSettings(source({ permissions: "write,read", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 }));
+    assert.deepEqual(initializationOptions(set), { permissions: "read,write", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 });
+  });
+
+  test("invalid settings are not sent (the server keeps its default)", () => {
+    const bad = resolveSettings(source({ permissions: "root", commandTimeout: 0, sandbox: "bubblewrap" }));
+    assert.deepEqual(initializationOptions(bad), { sandbox: "bubblewrap" });
+  });
+
+  test("the session's permission mode survives restarts and wins over the setting", () => {
+    const set = resolveSettings(source({ permissions: "all" }));
+    assert.deepEqual(initializationOptions(set, "read"), { permissions: "read" });
+    assert.deepEqual(initializationOptions(resolveSettings(source({})), "none"), { permissions: "none" });
   });
 
   test("the API key never goes into initializationOptions", () => {
-    const opts = initializationOptions({ ...DEFAULTS, model: "m" }) as unknown as Record<string, unknown>;
+    const opts = initializationOptions(resolveSettings(source({ model: "m" }))) as Record<string, unknown>;
     assert.equal("apiKey" in opts, false);
   });
 
