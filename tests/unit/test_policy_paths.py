@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tether.core.policy import (
     PolicySettings,
@@ -19,6 +21,7 @@ from tether.core.policy import (
     is_protected,
     protected_write_paths,
 )
+from tether.core.policy.paths import _resolve
 
 SETTINGS = PolicySettings()
 
@@ -244,3 +247,28 @@ def test_decide_argv_checks_paths_literally(tree: dict[str, Path]) -> None:
     assert decide_argv(["./rm", "x"], "command", ws, SETTINGS).rule == "command.name_chars"
     assert decide_argv(["cat", "a\0b"], "read", ws, SETTINGS).rule == "input.control_char"
     assert decide_argv([], "read", ws, SETTINGS).rule == "input.invalid"
+
+
+# --- the fast resolver must agree with os.path.realpath --------------------------------------
+
+COMPONENTS = ["a", "b", "lo", "la", "rel", "up", "..", ".", "missing", "f", ""]
+
+
+@pytest.fixture(scope="module")
+def resolver_tree(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = os.path.realpath(tmp_path_factory.mktemp("resolver"))
+    outside = tmp_path_factory.mktemp("resolver_out")
+    os.makedirs(f"{root}/a/b")
+    os.symlink(outside, f"{root}/lo")
+    os.symlink(f"{root}/a", f"{root}/la")
+    os.symlink("b", f"{root}/a/rel")
+    os.symlink("../..", f"{root}/a/up")
+    Path(f"{root}/a/f").write_text("")
+    return root
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=6))
+def test_resolve_matches_realpath(resolver_tree: str, parts: list[str]) -> None:
+    rel = "/".join(parts)
+    assert _resolve(resolver_tree, rel) == os.path.realpath(os.path.join(resolver_tree, rel))

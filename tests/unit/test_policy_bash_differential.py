@@ -1,0 +1,84 @@
+"""Differential fuzzing against real bash: for every command the policy allows, bash must run
+exactly the simple commands, with exactly the argv, that the policy checked.
+
+Each allowed program is replaced by a shell function that logs its argv (functions take
+precedence over builtins and binaries), so bash itself tells us how it split the command into
+segments and words. A mismatch would mean tree-sitter and bash disagree — the class of bug that
+turns a parser-based policy into a bypass.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from tether.core.policy import PolicySettings, decide
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+
+PROGRAMS = ("ls", "cat", "echo", "head", "wc", "grep", "pwd")
+PRELUDE = "".join(f"{name}() {{ printf '%s\\0' {name} \"$@\" $'\\1' >> \"$LOG\"; }}\n" for name in PROGRAMS)
+WORD = st.text(alphabet=st.sampled_from(list("ab-=.,:/'\"\\ #@%+{}xy")), min_size=1, max_size=10)
+SEGMENT = st.tuples(
+    st.sampled_from(PROGRAMS),
+    st.lists(WORD, max_size=3),
+    st.sampled_from(["", " 2>/dev/null", " > out.txt", " >> log.txt 2>&1", " 2> err.txt"]),
+)
+SEPARATORS = st.sampled_from([" ; ", ";", " && ", "&&", " | ", "|", "\n", " ;\n"])
+
+
+def _bash_argvs(command: str, workspace: Path) -> list[tuple[str, ...]]:
+    log = workspace / ".argv.log"
+    log.write_bytes(b"")
+    subprocess.run(
+        ["bash", "--noprofile", "--norc", "-c", PRELUDE + command],
+        cwd=workspace,
+        env={"LOG": str(log), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    records = log.read_bytes().split(b"\x01\x00")[:-1]
+    return [tuple(r.decode().split("\x00")[:-1]) for r in records]
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(SEGMENT, min_size=1, max_size=3), st.lists(SEPARATORS, min_size=2, max_size=2))
+def test_bash_runs_what_the_policy_checked(
+    tmp_path: Path, segments: list[tuple[str, list[str], str]], seps: list[str]
+) -> None:
+    parts = [" ".join([name, *words]) + redirect for name, words, redirect in segments]
+    command = parts[0]
+    for sep, part in zip(seps, parts[1:], strict=False):
+        command += sep + part
+    decision = decide(command, "command", tmp_path, PolicySettings())
+    assume(decision.allowed)
+    ours = sorted(s.argv for s in decision.segments)
+    theirs = sorted(_bash_argvs(command, tmp_path))
+    assert ours == theirs, command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo a;echo b",
+        "echo 'a;b' \"c|d\" e\\&f",
+        "cat x|wc -l",
+        "ls&&pwd",
+        "echo a\necho 'b\nc'",
+        "grep -e '#x' y",
+        "echo a#b '#c' \\#d",
+        "echo '' \"\" x",
+        "echo {x} 'a{b,c}' a\\{b,c\\}",
+        "echo -- -n '-e' \"--\"",
+    ],
+)
+def test_known_tricky_commands_agree_with_bash(command: str, tmp_path: Path) -> None:
+    decision = decide(command, "command", tmp_path, PolicySettings())
+    assert decision.allowed, decision.reason
+    assert sorted(s.argv for s in decision.segments) == sorted(_bash_argvs(command, tmp_path))
