@@ -123,6 +123,26 @@ def _run_e2e(cache: Path, vsix: Path, scenario: str, *extra: str) -> str:
     return output
 
 
+def test_settings_match_server_options() -> None:
+    """Every setting the extension sends is an initializationOption the server knows, and every
+    value package.json offers (defaults and enums) parses there without an error (STYLE 18: client
+    and server settings must not drift)."""
+    from tether.lsp.options import KNOWN_KEYS, parse_options
+
+    manifest = json.loads((EXT / "package.json").read_text())
+    props = manifest["contributes"]["configuration"]["properties"]
+    sent = {name.removeprefix("tether.") for name in props if not name.startswith("tether.server.")}
+    assert sent <= set(KNOWN_KEYS), sent - set(KNOWN_KEYS)
+    for key in sorted(sent):
+        setting = props[f"tether.{key}"]
+        values = [*setting.get("enum", []), setting["default"]]
+        for value in values:
+            if value in ("", 0) and key in ("model", "maxCost"):
+                continue  # the extension omits these: "use the server's default"
+            _, errors = parse_options({key: value})
+            assert errors == [], (key, value, errors)
+
+
 @pytest.mark.timeout(300)
 def test_typecheck(npm: str, node_modules: Path) -> None:
     _run([npm, "run", "typecheck"], timeout=240)
