@@ -7,6 +7,8 @@ they are reported as `kept`. Nested repositories (gitlinks) are never touched.
 
 Writes go to a temp file under `.tether/tmp/` and are renamed into place, so a crash leaves each
 file wholly old or wholly new; the journal in the store lets the next call finish the rollback.
+Restored files are not fsynced one by one: a killed process loses nothing that reached the page
+cache, and the journal (which is fsynced) makes any rollback cut short redo itself from the store.
 """
 
 from __future__ import annotations
@@ -197,7 +199,6 @@ def _write_one(blobs: BlobReader, workspace: Path, tmp_dir: Path, c: Change, *, 
                 while view:
                     written = os.write(fd, view)
                     view = view[written:]
-                os.fsync(fd)
             finally:
                 os.close(fd)
             os.chmod(tmp, mode)

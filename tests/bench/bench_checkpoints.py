@@ -1,0 +1,135 @@
+"""Checkpoint benchmark: a generated repository of 20,000 files.
+
+Measures, in the same run and on the same tree:
+* the first checkpoint (hashes everything once);
+* the median incremental checkpoint after changing 10 files, against the median
+  `git status --porcelain` of the user's own repository (goal: <= 1.5x);
+* the median rollback of 10 changed files (goal: <= 100 ms);
+* disk growth of the checkpoint store per incremental checkpoint.
+
+Run: python tests/bench/bench_checkpoints.py [--files N] [--rounds R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ENV = {
+    **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+}
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True)
+
+
+def generate(root: Path, n: int) -> None:
+    for i in range(n):
+        d = root / f"pkg{i % 100:02d}" / f"mod{(i // 100) % 20:02d}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"file{i:05d}.py").write_text(f"# file {i}\n" + "x = 1\n" * (i % 40 + 5))
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "generated")
+
+
+def du(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+    return total
+
+
+def change(root: Path, n: int, round_no: int) -> None:
+    for k in range(n):
+        i = (round_no * 37 + k * 997) % 20000
+        p = root / f"pkg{i % 100:02d}" / f"mod{(i // 100) % 20:02d}" / f"file{i:05d}.py"
+        if p.exists():
+            p.write_text(p.read_text() + f"# round {round_no}\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
+    tmp = Path(tempfile.mkdtemp(prefix="tether-bench-"))
+    os.environ["XDG_STATE_HOME"] = str(tmp / "state")
+    from tether.core.checkpoints import Checkpoints
+    from tether.core.config import CheckpointSettings
+
+    try:
+        repo = tmp / "repo"
+        repo.mkdir()
+        print(f"generating {args.files} files ...", flush=True)
+        generate(repo, args.files)
+        store = Checkpoints(repo, CheckpointSettings(keep_count=1000))
+
+        t = time.perf_counter()
+        store.create("bench-first")
+        first = time.perf_counter() - t
+        store_dir = repo / ".git" / "tether"
+
+        status_times: list[float] = []
+        cp_times: list[float] = []
+        growth: list[int] = []
+        for r in range(args.rounds):
+            change(repo, 10, r)
+            # baseline and subject alternate on the same tree, same state of the page cache
+            t = time.perf_counter()
+            subprocess.run(
+                ["git", "status", "--porcelain"], cwd=repo, env=ENV, check=True, capture_output=True
+            )
+            status_times.append(time.perf_counter() - t)
+            size = du(store_dir)
+            t = time.perf_counter()
+            store.create("bench")
+            cp_times.append(time.perf_counter() - t)
+            growth.append(du(store_dir) - size)
+
+        rb_times: list[float] = []
+        for r in range(max(5, args.rounds // 2)):
+            store.create("bench-before-edit")
+            change(repo, 10, 1000 + r)
+            t = time.perf_counter()
+            plan, _ = store.rollback(steps=1)
+            rb_times.append(time.perf_counter() - t)
+            assert len(plan.restored) == 10, plan
+
+        ms = 1000
+        st, cp, rb = statistics.median(status_times), statistics.median(cp_times), statistics.median(rb_times)
+        print(f"files: {args.files}, rounds: {args.rounds}")
+        print(f"first checkpoint:                 {first * ms:8.1f} ms")
+        print(f"git status --porcelain (median):  {st * ms:8.1f} ms")
+        print(f"incremental checkpoint (median):  {cp * ms:8.1f} ms   ratio {cp / st:.2f}x  (goal <= 1.5x)")
+        print(f"10-file rollback (median):        {rb * ms:8.1f} ms   (goal <= 100 ms)")
+        print(f"  of which restoring files:       {(rb - cp) * ms:8.1f} ms   (rollback minus a checkpoint)")
+        print(f"rollback / git status:            {rb / st:8.2f}x")
+        print(f"disk growth per checkpoint:       {statistics.median(growth) / 1024:8.1f} KiB (median)")
+        print(f"store size after the run:         {du(store_dir) / 1024 / 1024:8.1f} MiB")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
