@@ -222,15 +222,47 @@ def test_the_key_never_reaches_disk_logs_screen_or_the_model(
     assert SECRET not in counters.read_text()
 
 
+PROBE = """\
+import os
+
+
+def test_probe():
+    leaked = sorted(k for k, v in os.environ.items() if "TESTSECRET" in v or k.startswith("ANTHROPIC"))
+    print("LEAKED:", leaked, "of", len(os.environ))
+    assert not leaked
+"""
+
+
 def test_the_key_is_not_in_a_commands_environment(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's own key, taken from the environment, is not passed to the commands it runs."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
-    gate = Gate(workspace, parse_permissions("command"), config=EffectiveConfig())
-    if "bash_command" not in gate.tool_names():
-        pytest.skip("the gate has no bash_command tool in this build")
-    result = gate.call("bash_command", {"command": "env"}, source="agent")
-    if not result.ok and "sandbox" in result.text.lower():
-        pytest.skip(f"no sandbox here: {result.text}")
-    assert result.ok, result.text
-    assert SECRET not in result.text
-    assert "ANTHROPIC_API_KEY" not in result.text
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # overridden by the settings below
+    (workspace / "test_env_probe.py").write_text(PROBE)
+    gate = Gate(workspace, parse_permissions("read,command"), config=EffectiveConfig())
+    probe = gate.call("bash_command", {"command": "python3 -m pytest -q -s test_env_probe.py"}, source="cli")
+    if not probe.ok and "sandbox" in probe.text.lower() and "LEAKED" not in probe.text:
+        pytest.skip(f"no sandbox here: {probe.text[:200]}")
+    steps = [
+        {
+            "content": [
+                {
+                    "tool_use": {
+                        "name": "bash_command",
+                        "input": {"command": "python3 -m pytest -q -s test_env_probe.py"},
+                    }
+                }
+            ]
+        },
+        {
+            "content": "No key in the environment.",
+            "expect": {"tool_results": [{"is_error": False, "contains": "LEAKED: []"}]},
+        },
+    ]
+    with FakeAnthropicServer(parse_script(steps)) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        agent = create_agent(gate, AgentSettings(model=MODEL))  # key and URL from the real environment
+        result = asyncio.run(agent.ask("is the key visible to commands?"))
+        assert api.failures == []
+    assert result.ended_normally
+    assert "LEAKED: []" in result.tool_calls[0].outcome.content
     assert SECRET not in (workspace / ".tether" / "tool_log.jsonl").read_text()

@@ -132,16 +132,33 @@ class AnthropicModelClient:
         self.max_retries = max_retries
         self.stream_restarts = stream_restarts
         self.backoff = backoff
-        self._client = anthropic.AsyncAnthropic(
-            api_key=endpoint.api_key,
-            base_url=endpoint.base_url,
-            max_retries=max_retries,
-            timeout=httpx2.Timeout(timeout, connect=10.0),
-            middleware=[self._watch_attempt],
-        )
+        self.timeout = timeout
+        self._client: anthropic.AsyncAnthropic | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _sdk(self) -> anthropic.AsyncAnthropic:
+        """The SDK client for the running event loop.
+
+        Its connection pool belongs to the loop that opened it: reusing it from another loop (two
+        `asyncio.run` calls, a restarted server loop) fails mid-request and makes the SDK re-send.
+        """
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.endpoint.api_key,
+                base_url=self.endpoint.base_url,
+                max_retries=self.max_retries,
+                timeout=httpx2.Timeout(self.timeout, connect=10.0),
+                middleware=[self._watch_attempt],
+            )
+            self._loop = loop
+        return self._client
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = None
+        self._loop = None
 
     async def stream(self, request: ModelRequest, sink: StreamSink) -> ModelResponse:
         token = _current_sink.set(sink)
@@ -179,7 +196,7 @@ class AnthropicModelClient:
             kwargs["extra_body"] = {"temperature": request.temperature}
         started = False
         try:
-            async with self._client.messages.stream(**kwargs) as stream:
+            async with self._sdk().messages.stream(**kwargs) as stream:
                 started = True
                 async for event in stream:
                     _forward(event, sink)
