@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -406,3 +407,92 @@ def test_cli_without_key_or_offline_url_explains_what_to_do(workspace: Path) -> 
     assert proc.returncode == 2
     assert "ANTHROPIC_API_KEY" in proc.stderr
     assert "fake-api" in proc.stderr
+
+
+SLOW_TEST = """\
+import pathlib
+import time
+
+
+def test_slow():
+    time.sleep(60)
+    pathlib.Path("finished.marker").write_text("the command was not stopped")
+"""
+
+
+def test_cancel_while_a_command_runs_kills_it_and_answers_the_model(workspace: Path) -> None:
+    (workspace / "test_slow.py").write_text(SLOW_TEST)
+    gate = _gate(workspace, "read,command")
+    _needs_bash(gate)
+    command = "python3 -m pytest -q test_slow.py"
+    script = parse_script(
+        [
+            {
+                "content": [
+                    {"tool_use": {"name": "bash_command", "input": {"command": command}}},
+                    {"tool_use": {"name": "read_file", "input": {"path": "calc.py"}}},
+                ]
+            },
+            {
+                "content": "Next turn.",
+                "expect": {"tool_results": [{"is_error": True}, {"is_error": True, "contains": "Cancelled"}]},
+            },
+        ]
+    )
+    cancel = threading.Event()
+
+    def on_event(event: AgentEvent) -> None:
+        if event.kind == "tool_start" and event.data.get("name") == "bash_command":
+            threading.Timer(1.0, cancel.set).start()  # let the command really start first
+
+    with FakeAnthropicServer(script) as api:
+        agent = create_agent(gate, _settings(api), on_event=on_event, environ={})
+        result = _run(agent.ask("run the slow test", cancel=cancel))
+        assert result.stop_reason == "cancelled"
+        run, skipped = result.tool_calls
+        assert run.outcome.is_error
+        assert "cancel" in run.outcome.content.lower()
+        assert skipped.outcome.verdict == "cancelled"
+        # both tool_use blocks were answered, so the conversation continues without a 400
+        follow = _run(agent.ask("continue", conversation_id=result.conversation_id))
+        assert follow.ended_normally
+        assert api.failures == []
+    assert not (workspace / "finished.marker").exists()
+
+
+def test_ctrl_c_in_the_terminal_cancels_the_turn(workspace: Path) -> None:
+    script = parse_script([{"content": "Streaming an answer that never finishes...", "hang_after": 4}])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["XDG_CONFIG_HOME"] = str(workspace.parent / "xdg")
+    env["PYTHONUNBUFFERED"] = "1"
+    with FakeAnthropicServer(script) as api:
+        env["ANTHROPIC_BASE_URL"] = api.url
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tether",
+                "ask",
+                "--workspace",
+                str(workspace),
+                "--conversation",
+                "c-sigint",
+                "--model",
+                MODEL,
+                "hello",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert proc.stdout is not None
+        first = proc.stdout.read(9)  # the first streamed text: the request is in flight
+        assert first == "Streaming"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Cancelling" in out
+    assert "cancelled" in out
+    events = (workspace / ".tether" / "conversations" / "c-sigint" / "events.jsonl").read_text()
+    assert '"cancelled"' in events

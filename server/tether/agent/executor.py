@@ -149,8 +149,11 @@ def outcome_from_gate(result: GateResult) -> ToolOutcome:
     diff = None
     if result.is_error:
         verdict: Verdict = "denied" if decision.get("allowed") is False else "failed"
-        if reason is None and verdict == "failed":
+        if verdict == "failed":
+            # the policy allowed it; what went wrong is the tool's error or the command's exit code
             reason = str(payload.get("error") or "") or None
+            if reason is None and payload.get("exit_code") is not None:
+                reason = f"exit code {payload['exit_code']}"
         if verdict == "denied":
             if reason and reason not in content:
                 content += f"\nReason: {reason}"
