@@ -272,3 +272,37 @@ def resolver_tree(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_resolve_matches_realpath(resolver_tree: str, parts: list[str]) -> None:
     rel = "/".join(parts)
     assert _resolve(resolver_tree, rel) == os.path.realpath(os.path.join(resolver_tree, rel))
+
+
+# --- commands run in a subdirectory ----------------------------------------------------------
+
+
+def test_relative_paths_resolve_against_the_working_directory(tree: dict[str, Path]) -> None:
+    ws = tree["ws"]
+    (ws / "sub").mkdir()
+    os.symlink(tree["outside"], ws / "sub" / "lnk")
+    # From the root, `lnk/secret.txt` does not exist (inside); from sub/ it leaves the workspace.
+    assert decide("cat lnk/secret.txt", "read", ws, SETTINGS).allowed
+    denied = decide("cat lnk/secret.txt", "read", ws, SETTINGS, cwd=ws / "sub")
+    assert denied.rule == "path.outside_workspace"
+    # A command running inside .git must not write hooks through a relative name.
+    hooks = decide("echo x > hooks/pre-commit", "command", ws, SETTINGS, cwd=ws / ".git")
+    assert hooks.rule == "path.protected"
+    assert decide("cat ../src/app.py", "read", ws, SETTINGS, cwd=ws / "sub").allowed
+    assert decide("cat ../../x", "read", ws, SETTINGS, cwd=ws / "sub").rule == "path.outside_workspace"
+    argv = decide_argv(["cat", "lnk/secret.txt"], "read", ws, SETTINGS, cwd=Path("sub"))
+    assert argv.rule == "path.outside_workspace"
+
+
+def test_working_directory_outside_the_workspace_is_denied(tree: dict[str, Path]) -> None:
+    for cwd in (tree["outside"], tree["ws"] / "link_out", tree["evil"]):
+        decision = decide("ls", "read", tree["ws"], SETTINGS, cwd=cwd)
+        assert decision.rule == "path.outside_workspace"
+
+
+def test_globs_expand_in_the_working_directory(tree: dict[str, Path]) -> None:
+    ws = tree["ws"]
+    (ws / "sub").mkdir()
+    os.symlink(tree["outside"] / "secret.txt", ws / "sub" / "s_link")
+    assert decide("cat s_*", "read", ws, SETTINGS).allowed  # nothing matches at the root
+    assert decide("cat s_*", "read", ws, SETTINGS, cwd=ws / "sub").rule == "path.outside_workspace"

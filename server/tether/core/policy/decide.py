@@ -31,10 +31,16 @@ MAX_GLOB_MATCHES = 1000
 _ALLOWED_NEWLINE_TAB = frozenset("\n\t")
 
 
-def decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings) -> Decision:
-    """Decide whether `command` (a bash command line) may run in `mode` inside `workspace`."""
+def decide(
+    command: str, mode: Mode, workspace: Path, settings: PolicySettings, *, cwd: Path | None = None
+) -> Decision:
+    """Decide whether `command` (a bash command line) may run in `mode` inside `workspace`.
+
+    `cwd` is the directory the command will run in (default: the workspace root); relative
+    paths are resolved against it, and it must itself be inside the workspace.
+    """
     try:
-        return _decide(command, mode, workspace, settings)
+        return _decide(command, mode, workspace, settings, _base(workspace, cwd))
     except Deny as deny:
         return _denied(deny, mode, settings)
     except Exception as exc:  # fail closed, and say so
@@ -49,9 +55,12 @@ def decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings) 
         )
 
 
-def decide_argv(argv: Sequence[str], mode: Mode, workspace: Path, settings: PolicySettings) -> Decision:
+def decide_argv(
+    argv: Sequence[str], mode: Mode, workspace: Path, settings: PolicySettings, *, cwd: Path | None = None
+) -> Decision:
     """Decide for an argv that will be exec'd directly: no shell, so no quoting, globs or redirects."""
     try:
+        base = _base(workspace, cwd)
         _check_mode(mode)
         if not argv or not all(isinstance(a, str) for a in argv):
             raise Deny("input.invalid", "argv must be a non-empty list of strings")
@@ -70,7 +79,7 @@ def decide_argv(argv: Sequence[str], mode: Mode, workspace: Path, settings: Poli
             )
         words = tuple(Word(value=a, pattern="") for a in argv[1:])
         segment, user = _check_command(
-            RawCommand(name=name, args=words, redirects=()), mode, workspace, settings
+            RawCommand(name=name, args=words, redirects=()), mode, workspace, settings, base
         )
         return _allowed(mode, (segment,), needs_shell=False, user_rule=user, settings=settings)
     except Deny as deny:
@@ -88,6 +97,24 @@ def decide_argv(argv: Sequence[str], mode: Mode, workspace: Path, settings: Poli
 
 
 # --- input -----------------------------------------------------------------------------------
+
+
+def _base(workspace: Path, cwd: Path | None) -> str:
+    """The working directory relative to the workspace root ('' for the root itself)."""
+    if cwd is None:
+        return ""
+    root = os.path.realpath(workspace)
+    real = os.path.realpath(os.path.join(root, cwd))
+    if real != root and not real.startswith(root.rstrip("/") + "/"):
+        raise Deny("path.outside_workspace", f"the working directory {str(cwd)!r} is outside the workspace")
+    return "" if real == root else os.path.relpath(real, root)
+
+
+def _at(base: str, path: str) -> str:
+    """`path` as seen from the workspace root when the command runs in `base`."""
+    if not base or path.startswith(("/", "~")) or path == "-":
+        return path
+    return f"{base}/{path}"
 
 
 def _check_mode(mode: str) -> None:
@@ -116,7 +143,7 @@ def _check_characters(text: str) -> None:
             raise Deny(rule, f"the command contains {what}", "remove it; write the command on plain lines")
 
 
-def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings) -> Decision:
+def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings, base: str) -> Decision:
     _check_mode(mode)
     if not isinstance(command, str):
         raise Deny("input.invalid", "the command must be a string")
@@ -141,7 +168,7 @@ def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings)
     user_rule = False
     needs_shell = walked.compound
     for raw in walked.commands:
-        segment, user = _check_command(raw, mode, workspace, settings)
+        segment, user = _check_command(raw, mode, workspace, settings, base)
         segments.append(segment)
         user_rule = user_rule or user
         needs_shell = needs_shell or bool(raw.redirects) or any(w.glob or w.tilde for w in raw.args)
@@ -151,7 +178,7 @@ def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings)
 # --- one simple command ----------------------------------------------------------------------
 
 
-def _expand(word: Word, workspace: Path, settings: PolicySettings) -> list[str]:
+def _expand(word: Word, workspace: Path, settings: PolicySettings, base: str) -> list[str]:
     """The words bash may produce for `word`: glob matches (a superset) or the word itself."""
     if not word.glob:
         return [os.path.expanduser(word.value) if word.tilde else word.value]
@@ -165,6 +192,8 @@ def _expand(word: Word, workspace: Path, settings: PolicySettings) -> list[str]:
             "write the directory names out",
         )
     root = os.path.realpath(workspace)
+    if base:
+        root = os.path.join(root, base)
     matches = sorted(
         globmod.glob(pattern, root_dir=root) if not os.path.isabs(pattern) else globmod.glob(pattern)
     )
@@ -173,7 +202,7 @@ def _expand(word: Word, workspace: Path, settings: PolicySettings) -> list[str]:
             "path.glob_too_many", f"the pattern {word.value!r} matches more than {MAX_GLOB_MATCHES} files"
         )
     for match in matches:
-        result = check_path(match, workspace, write=False, settings=settings)
+        result = check_path(_at(base, match), workspace, write=False, settings=settings)
         if not result.ok:
             raise Deny(result.rule, f"the pattern {word.value!r} matches {match!r}: {result.reason}")
     return matches or [word.value]
@@ -208,12 +237,12 @@ def _git_normalized(argv: Sequence[str]) -> list[str]:
 
 
 def _check_command(
-    raw: RawCommand, mode: Mode, workspace: Path, settings: PolicySettings
+    raw: RawCommand, mode: Mode, workspace: Path, settings: PolicySettings, base: str = ""
 ) -> tuple[Segment, bool]:
     name = raw.name
     expanded: list[str] = []
     for word in raw.args:
-        expanded.extend(_expand(word, workspace, settings))
+        expanded.extend(_expand(word, workspace, settings, base))
     argv = [name, *expanded]
     literal_argv = (name, *(w.value for w in raw.args))
     for rule in settings.denied:
@@ -223,7 +252,7 @@ def _check_command(
     user_rule = mode == "command" and any(_prefix(_words(r), argv) for r in settings.extra_allowed)
     program = PROGRAMS.get(name)
     if user_rule:
-        _generic_paths(expanded, workspace, settings)
+        _generic_paths(expanded, workspace, settings, base)
     elif program is not None:
         if mode not in program.modes:
             raise Deny(
@@ -231,13 +260,13 @@ def _check_command(
             )
         parsed = program.check(expanded, mode)
         for p in parsed.read_paths:
-            _require_path(p, workspace, False, settings, name)
+            _require_path(_at(base, p), workspace, False, settings, name)
         if parsed.write_paths and mode == "read":
             raise Deny("mode.read", f"`{name}` would write files; read mode allows no writes", program=name)
         for p in parsed.write_paths:
-            _require_path(p, workspace, True, settings, name)
+            _require_path(_at(base, p), workspace, True, settings, name)
         if name == "git":
-            _git_trap(parsed.values, workspace)
+            _git_trap(parsed.values, workspace, base)
     elif name in BLOCKED:
         why, what_instead = BLOCKED[name]
         raise Deny(
@@ -254,12 +283,12 @@ def _check_command(
             "command_whitelist in your user config if it is safe",
             program=name,
         )
-    redirects = tuple(_check_redirect(r, mode, workspace, settings) for r in raw.redirects)
+    redirects = tuple(_check_redirect(r, mode, workspace, settings, base) for r in raw.redirects)
     return Segment(argv=literal_argv, redirects=redirects), user_rule
 
 
-def _git_trap(values: Sequence[tuple[str, str]], workspace: Path) -> None:
-    start = next((v for o, v in reversed(values) if o == "-C"), ".")
+def _git_trap(values: Sequence[tuple[str, str]], workspace: Path, base: str) -> None:
+    start = _at(base, next((v for o, v in reversed(values) if o == "-C"), "."))
     trap = bare_repository_trap(start, workspace)
     if trap is not None:
         raise Deny(
@@ -287,7 +316,7 @@ def _path_suggestion(rule: str) -> str:
     return "work with files inside the workspace only"
 
 
-def _generic_paths(args: Sequence[str], workspace: Path, settings: PolicySettings) -> None:
+def _generic_paths(args: Sequence[str], workspace: Path, settings: PolicySettings, base: str) -> None:
     """For user-allowed prefixes we know no schema: any absolute, `~` or `..` path must stay inside."""
     for arg in args:
         for candidate in (arg, arg.partition("=")[2]):
@@ -295,7 +324,7 @@ def _generic_paths(args: Sequence[str], workspace: Path, settings: PolicySetting
                 continue
             parts = candidate.split("/")
             if candidate.startswith(("/", "~")) or ".." in parts:
-                result = check_path(candidate, workspace, write=False, settings=settings)
+                result = check_path(_at(base, candidate), workspace, write=False, settings=settings)
                 if not result.ok:
                     raise Deny(result.rule, result.reason, _path_suggestion(result.rule))
 
@@ -303,7 +332,9 @@ def _generic_paths(args: Sequence[str], workspace: Path, settings: PolicySetting
 _DEV_NULL = "/dev/null"
 
 
-def _check_redirect(r: RawRedirect, mode: Mode, workspace: Path, settings: PolicySettings) -> Redirect:
+def _check_redirect(
+    r: RawRedirect, mode: Mode, workspace: Path, settings: PolicySettings, base: str
+) -> Redirect:
     op = r.fd + r.op
     target = r.target.value if r.target is not None else ""
     shown = Redirect(op=op, target=target)
@@ -335,7 +366,7 @@ def _check_redirect(r: RawRedirect, mode: Mode, workspace: Path, settings: Polic
         raise Deny("redirect.glob", "a redirect target must be a plain file name, not a pattern")
     if r.op == "<":
         path = os.path.expanduser(target) if r.target.tilde else target
-        _require(check_path(path, workspace, write=False, settings=settings), "<")
+        _require(check_path(_at(base, path), workspace, write=False, settings=settings), "<")
         return shown
     if target == _DEV_NULL:
         return shown
@@ -346,7 +377,7 @@ def _check_redirect(r: RawRedirect, mode: Mode, workspace: Path, settings: Polic
             "read mode allows no writes (only `2>/dev/null`, `2>&1`); use the write_file tool",
         )
     path = os.path.expanduser(target) if r.target.tilde else target
-    _require(check_path(path, workspace, write=True, settings=settings), ">")
+    _require(check_path(_at(base, path), workspace, write=True, settings=settings), ">")
     return shown
 
 
