@@ -13,8 +13,14 @@ from tether.core.sandbox import BackendStatus, RunRequest, probe, select_runner
 from tether.core.sandbox.bwrap import bwrap_args
 from tether.core.sandbox.firejail import firejail_args
 from tether.core.sandbox.landlock import READ, WRITE_FILE, handled_fs, plan_rules
-from tether.core.sandbox.profile import masked_paths, pinned_protected, placeholder_excludes
-from tether.errors import SandboxUnavailable
+from tether.core.sandbox.profile import (
+    check_workspace,
+    ensure_confinable,
+    masked_paths,
+    pinned_protected,
+    placeholder_excludes,
+)
+from tether.errors import SandboxError, SandboxUnavailable
 
 
 def _request(ws: Path, argv: tuple[str, ...] = ("true",)) -> RunRequest:
@@ -183,3 +189,18 @@ def test_placeholder_excludes_are_anchored_and_literal(tmp_path: Path) -> None:
     patterns = placeholder_excludes(ws, (ws / ".envrc", ws / "we*ird name"))
     assert patterns == ["/sub/.envrc", "/sub/we\\*ird\\ name"]
     assert placeholder_excludes(Path("/"), ()) == []
+
+
+def test_workspaces_that_cannot_be_confined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home" / "u"
+    (home / ".ssh").mkdir(parents=True)
+    (home / "project").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert check_workspace(Path("/"), Path("/")) == "the workspace is the root directory"
+    assert "contains the home directory" in str(check_workspace(home, home))
+    assert "contains the home directory" in str(check_workspace(tmp_path / "home", tmp_path / "home"))
+    assert "inside the protected secret path" in str(check_workspace(home / ".ssh", home / ".ssh"))
+    assert "outside the workspace" in str(check_workspace(home / "project", tmp_path))
+    assert check_workspace(home / "project", home / "project") is None
+    with pytest.raises(SandboxError, match="refusing to run"):
+        ensure_confinable(home, home)

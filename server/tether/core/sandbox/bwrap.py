@@ -22,6 +22,7 @@ from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import add_git_config, sandbox_env
 from tether.core.sandbox.process import Spawn, run_spawn
 from tether.core.sandbox.profile import (
+    ensure_confinable,
     is_within,
     masked_paths,
     pinned_protected,
@@ -129,6 +130,7 @@ class BubblewrapRunner(Runner):
         self.binary, self.version = found
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
+        ensure_confinable(request.workspace, request.cwd)
         env = sandbox_env(request.env_passthrough, workspace=request.workspace)
         with contextlib.ExitStack() as stack:
             pinned = stack.enter_context(pinned_protected(request.workspace, request.protected))

@@ -21,7 +21,7 @@ from pathlib import Path
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import sandbox_env
 from tether.core.sandbox.process import Spawn, run_spawn
-from tether.core.sandbox.profile import is_within, masked_paths, pinned_protected
+from tether.core.sandbox.profile import ensure_confinable, is_within, masked_paths, pinned_protected
 from tether.errors import SandboxUnavailable
 
 _VERSION = re.compile(r"firejail version (\S+)")
@@ -110,6 +110,7 @@ class FirejailRunner(Runner):
         self.binary, self.version = found
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
+        ensure_confinable(request.workspace, request.cwd)
         env = sandbox_env(request.env_passthrough, workspace=request.workspace)
         with pinned_protected(request.workspace, request.protected) as pinned:
             args = firejail_args(request, pinned.paths, self.binary)

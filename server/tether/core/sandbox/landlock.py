@@ -12,8 +12,10 @@ Network: TCP bind/connect denied with ABI ≥ 4 (no rules = no port allowed). Si
 unix sockets are scoped to the sandbox with ABI ≥ 6. UDP and named unix sockets are NOT covered by
 Landlock: a machine with a docker socket should use bubblewrap or firejail.
 
-The file-access flags come from the PyPI `landlock` package; the syscalls are made by our helper
-(`_landlock_helper.py`) because the package has no network or scope rules.
+The syscalls are made by our own stdlib-only helper (`_landlock_helper.py`), not the PyPI
+`landlock` package: that package (1.0.0.dev5) has no network or scope rules (its ruleset struct
+only has `handled_access_fs`), and its wrappers report failure whenever errno is non-zero, even
+after a successful call. The access-right values are the kernel's (linux/landlock.h).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import sandbox_env
 from tether.core.sandbox.process import Spawn, run_spawn
-from tether.core.sandbox.profile import is_within, masked_paths
+from tether.core.sandbox.profile import ensure_confinable, is_within, masked_paths
 from tether.errors import SandboxUnavailable
 
 HELPER = Path(__file__).with_name("_landlock_helper.py")
@@ -141,6 +143,7 @@ class LandlockRunner(Runner):
             raise SandboxUnavailable("landlock: not supported or disabled in this kernel")
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
+        ensure_confinable(request.workspace, request.cwd)
         tmpdir = Path(tempfile.mkdtemp(prefix="tether-sandbox-"))
         try:
             env = sandbox_env(request.env_passthrough, workspace=request.workspace)

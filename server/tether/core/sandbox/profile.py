@@ -17,6 +17,8 @@ from pathlib import Path
 
 import platformdirs
 
+from tether.errors import SandboxError
+
 # Relative to a home directory: credentials and configuration a command must never read.
 MASKED_HOME_ENTRIES = (
     ".ssh",
@@ -79,6 +81,35 @@ def masked_paths() -> list[Path]:
 
 def is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+def check_workspace(request_workspace: Path, cwd: Path) -> str | None:
+    """Why this workspace cannot be confined safely, or None.
+
+    A writable workspace that is `/`, contains a home directory (shell startup files, autostart
+    entries: code that runs later, outside any sandbox) or lies inside a masked secret directory
+    would turn "write the workspace" into an escape, so those are refused outright.
+    """
+    ws = Path(os.path.realpath(request_workspace))
+    if ws == Path("/"):
+        return "the workspace is the root directory"
+    for home in home_dirs():
+        real_home = Path(os.path.realpath(home))
+        if real_home != Path("/") and is_within(real_home, ws):
+            return f"the workspace {ws} contains the home directory {real_home}; use a project directory"
+    for masked in masked_paths():
+        if is_within(ws, Path(os.path.realpath(masked))):
+            return f"the workspace {ws} is inside the protected secret path {masked}"
+    if not is_within(Path(os.path.realpath(cwd)), ws):
+        return f"the working directory {cwd} is outside the workspace {ws}"
+    return None
+
+
+def ensure_confinable(workspace: Path, cwd: Path) -> None:
+    """Raise SandboxError (nothing runs) when `check_workspace` finds a reason."""
+    reason = check_workspace(workspace, cwd)
+    if reason is not None:
+        raise SandboxError(f"refusing to run: {reason}")
 
 
 @dataclass(frozen=True)
