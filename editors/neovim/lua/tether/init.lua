@@ -1,0 +1,52 @@
+--- Tether for Neovim: previews and review of an AI agent's tool calls through `tether serve`.
+---
+--- `require('tether').setup(opts)` is optional: the commands, the LspAttach hook and the highlight
+--- groups exist from plugin/tether.lua already. setup() validates `opts` (every mistake named by its
+--- field), makes them the active config, and passes the server options to `vim.lsp.config('tether')`.
+--- It can be called again: state is replaced, never accumulated.
+local M = {}
+
+local api = vim.api
+
+--- Autocommands and highlights; idempotent (the augroup is cleared every time).
+function M.bootstrap()
+  local preview = require('tether.preview')
+  preview.define_highlights()
+  local group = api.nvim_create_augroup('tether', { clear = true })
+  api.nvim_create_autocmd('ColorScheme', { group = group, callback = preview.define_highlights })
+  api.nvim_create_autocmd('LspAttach', {
+    group = group,
+    callback = function(ev)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      if client and client.name == require('tether.lsp').NAME then
+        require('tether.lsp').on_attach(client, ev.buf)
+      end
+    end,
+  })
+  api.nvim_create_autocmd('LspProgress', {
+    group = group,
+    callback = function(ev)
+      require('tether.lsp').on_progress(ev)
+    end,
+  })
+end
+
+---@param opts? table see `:help tether-config`
+function M.setup(opts)
+  local config = require('tether.config')
+  local cfg, errors, warnings = config.build(opts)
+  for _, w in ipairs(warnings) do
+    require('tether.log').warn('setup(): ' .. w)
+  end
+  if #errors > 0 then
+    error('tether: setup(): ' .. table.concat(errors, '; '), 0)
+  end
+  config.current = cfg
+  vim.lsp.config(require('tether.lsp').NAME, {
+    cmd = cfg.cmd,
+    init_options = config.init_options(cfg),
+  })
+  M.bootstrap()
+end
+
+return M

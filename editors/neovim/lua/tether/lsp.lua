@@ -1,0 +1,158 @@
+--- The plugin's side of the LSP connection: finding the client, calling the server's commands
+--- (docs/lsp.md), and reacting to `tether/event` and progress.
+local M = {}
+
+M.NAME = 'tether'
+
+local NO_CLIENT = "no tether language server is running for this buffer: add vim.lsp.enable('tether') "
+  .. 'to your config and open a file inside a git workspace (:help tether-setup)'
+
+--- The tether client for `bufnr`, else any running tether client (scratch buffers such as the log
+--- view are not attached, and commands there should still work).
+---@param bufnr? integer
+---@return vim.lsp.Client? client, string? err
+function M.get_client(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local clients = vim.lsp.get_clients({ name = M.NAME, bufnr = bufnr })
+  if #clients == 0 then
+    clients = vim.lsp.get_clients({ name = M.NAME })
+  end
+  if #clients == 0 then
+    return nil, NO_CLIENT
+  end
+  return clients[1], nil
+end
+
+--- JSON cannot tell an empty Lua table from an empty list; the server wants objects.
+local function as_object(args)
+  if args == nil or next(args) == nil then
+    return vim.empty_dict()
+  end
+  return args
+end
+M.as_object = as_object
+
+--- Call a server command with its one object argument (docs/lsp.md).
+--- Why `workspace/executeCommand` directly and not `client:exec_cmd`: exec_cmd silently drops a
+--- command the server did not advertise, and never calls the handler; we always want an answer.
+---@param command string e.g. 'tether.accept'
+---@param args table? the argument object
+---@param opts { client?: vim.lsp.Client, bufnr?: integer }
+---@param cb fun(err: string?, result: table?)
+function M.exec(command, args, opts, cb)
+  local client, err = opts.client, nil
+  if not client then
+    client, err = M.get_client(opts.bufnr)
+  end
+  if not client then
+    cb(err, nil)
+    return
+  end
+  local params = { command = command, arguments = { as_object(args) } }
+  require('tether.log').write('debug', 'request %s %s', command, vim.json.encode(params.arguments[1]))
+  local ok = client:request('workspace/executeCommand', params, function(rpc_err, result)
+    if rpc_err then
+      local msg = type(rpc_err) == 'table' and (rpc_err.message or vim.inspect(rpc_err)) or tostring(rpc_err)
+      require('tether.log').write('warn', '%s failed: %s', command, msg)
+      cb(string.format('%s: %s', command, msg), nil)
+    else
+      cb(nil, result or {})
+    end
+  end, opts.bufnr)
+  if not ok then
+    cb(string.format('%s: the language server has stopped', command), nil)
+  end
+end
+
+--- Synchronous variant for `:checkhealth` (which must return its report in one go).
+---@return table? result, string? err
+function M.exec_sync(client, command, args, timeout_ms)
+  local response, err = client:request_sync(
+    'workspace/executeCommand',
+    { command = command, arguments = { as_object(args) } },
+    timeout_ms or 3000
+  )
+  if not response then
+    return nil, err or 'no response'
+  end
+  if response.err then
+    return nil, response.err.message or vim.inspect(response.err)
+  end
+  return response.result, nil
+end
+
+local EVENT_WORDS = {
+  executed = 'ran',
+  dry_run = 'dry run of',
+  denied = 'denied',
+  failed = 'failed',
+  proposed = 'proposed an edit with',
+  accepted = 'accepted',
+  partially_accepted = 'partially accepted',
+  rejected = 'rejected',
+  stale = 'stale proposal from',
+  rolled_back = 'rolled back',
+}
+
+--- One line for a `tether/event` (pure; tested).
+---@param ev table `{tool, decision, state, proposalId?, checkpoint?}`
+---@return string text, integer level
+function M.describe_event(ev)
+  local state = ev.state or '?'
+  local text = string.format('%s %s', EVENT_WORDS[state] or state, ev.tool or '?')
+  if ev.proposalId then
+    text = text .. ' (' .. ev.proposalId .. ')'
+  end
+  if state == 'denied' and type(ev.decision) == 'table' and ev.decision.reason then
+    text = text .. ': ' .. ev.decision.reason
+  end
+  local level = vim.log.levels.INFO
+  if state == 'denied' or state == 'stale' then
+    level = vim.log.levels.WARN
+  elseif state == 'failed' then
+    level = vim.log.levels.ERROR
+  end
+  return text, level
+end
+
+--- Handler for the server's `tether/event` notification: redraw and tell the user.
+function M.on_event(_, params, ctx)
+  local client = ctx and vim.lsp.get_client_by_id(ctx.client_id)
+  if client then
+    require('tether.preview').refresh(client)
+  end
+  if type(params) == 'table' and require('tether.config').get().notify_events then
+    local text, level = M.describe_event(params)
+    require('tether.log').notify(text, level)
+  end
+end
+
+--- Per buffer when the tether client attaches: commands and the first preview.
+---@param client vim.lsp.Client
+---@param bufnr integer
+function M.on_attach(client, bufnr)
+  if client.handlers and client.handlers['tether/event'] == nil then
+    client.handlers['tether/event'] = M.on_event
+  end
+  require('tether.commands').attach_buffer(bufnr)
+  require('tether.preview').refresh(client)
+end
+
+--- `LspProgress` for the tether client → vim.notify (begin and end only: reports are too chatty).
+function M.on_progress(ev)
+  if not require('tether.config').get().notify_progress then
+    return
+  end
+  local client = vim.lsp.get_client_by_id(ev.data.client_id)
+  if not client or client.name ~= M.NAME then
+    return
+  end
+  local value = ev.data.params and ev.data.params.value or {}
+  if value.kind == 'begin' then
+    require('tether.log').info((value.title or 'working') .. (value.message and (': ' .. value.message) or '') .. '…')
+  elseif value.kind == 'end' then
+    require('tether.log').info((value.message or 'done'))
+  end
+end
+
+return M

@@ -1,0 +1,73 @@
+--- A very small test harness for headless Neovim: `H.test(name, fn)`, `H.eq`, `H.finish()`.
+--- Why not plenary/mini.test: nothing is downloaded at test time, and this is enough.
+local H = {}
+
+local failed, passed = {}, 0
+
+local function out(s)
+  io.stdout:write(s .. '\n')
+end
+
+function H.test(name, fn)
+  local ok, err = xpcall(fn, debug.traceback)
+  if ok then
+    passed = passed + 1
+    out('ok   ' .. name)
+  else
+    table.insert(failed, name)
+    out('FAIL ' .. name .. '\n' .. tostring(err))
+  end
+end
+
+function H.eq(expected, actual, what)
+  if not vim.deep_equal(expected, actual) then
+    error(string.format('%s\nexpected: %s\n  actual: %s', what or 'values differ', vim.inspect(expected), vim.inspect(actual)), 2)
+  end
+end
+
+function H.truthy(v, what)
+  if not v then
+    error(what or 'expected a true value', 2)
+  end
+  return v
+end
+
+function H.contains(haystack, needle, what)
+  if type(haystack) ~= 'string' or not haystack:find(needle, 1, true) then
+    error(string.format('%s\nexpected to find %s in %s', what or 'missing text', vim.inspect(needle), vim.inspect(haystack)), 2)
+  end
+end
+
+--- Wait for `pred()`; this is a deadline for an asynchronous answer, not a speed assertion.
+function H.wait(pred, what, ms)
+  local ok = vim.wait(ms or 30000, pred, 20)
+  if not ok then
+    error('timed out waiting for ' .. (what or 'condition'), 2)
+  end
+end
+
+--- Replace vim.notify; returns the list the messages go to ({msg, level}).
+function H.capture_notify()
+  local seen = {}
+  vim.notify = function(msg, level)
+    table.insert(seen, { msg = msg, level = level or vim.log.levels.INFO })
+  end
+  return seen
+end
+
+--- The last message matching `pattern` (plain text).
+function H.find_msg(seen, text)
+  for i = #seen, 1, -1 do
+    if seen[i].msg:find(text, 1, true) then
+      return seen[i]
+    end
+  end
+end
+
+function H.finish()
+  out(string.format('%d passed, %d failed', passed, #failed))
+  io.stdout:flush()
+  os.exit(#failed == 0 and 0 or 1)
+end
+
+return H
