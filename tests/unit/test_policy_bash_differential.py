@@ -23,11 +23,13 @@ pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is no
 
 PROGRAMS = ("ls", "cat", "echo", "head", "wc", "grep", "pwd")
 PRELUDE = "".join(f"{name}() {{ printf '%s\\0' {name} \"$@\" $'\\1' >> \"$LOG\"; }}\n" for name in PROGRAMS)
-WORD = st.text(alphabet=st.sampled_from(list("ab-=.,:/'\"\\ #@%+{}xy")), min_size=1, max_size=10)
+WORD = st.text(alphabet=st.sampled_from(list("ab-=.,:/'\"\\ #@%+{}xy012")), min_size=1, max_size=10)
 SEGMENT = st.tuples(
     st.sampled_from(PROGRAMS),
     st.lists(WORD, max_size=3),
-    st.sampled_from(["", " 2>/dev/null", " > out.txt", " >> log.txt 2>&1", " 2> err.txt"]),
+    st.sampled_from(
+        ["", " 2>/dev/null", " > out.txt", " >> log.txt 2>&1", " 2> err.txt", ">out.txt", "2>err.txt", "1>o"]
+    ),
 )
 SEPARATORS = st.sampled_from([" ; ", ";", " && ", "&&", " | ", "|", "\n", " ;\n"])
 

@@ -71,6 +71,10 @@ DENIED_SYNTAX: list[tuple[str, str]] = [
     ("cat ~root/.ssh/id_rsa", "syntax.tilde"),
     ("cat ~+/x", "syntax.tilde"),
     ("ls > f arg", "syntax.redirect_position"),
+    ("ls 0>x", "syntax.ambiguous_redirect"),  # tree-sitter: argument `0`; bash: fd 0
+    ("echo a 1>x 0>y", "syntax.redirect_position"),  # tree-sitter: `0` is a second target word
+    ("ls {fd}>x", "syntax.ambiguous_redirect"),  # bash allocates an fd into $fd
+    ("ls&&" * 300 + "ls", "input.too_complex"),
     # quoting and escaping in the command name
     ('"r"m x', "syntax.quoted_command_name"),
     ("'r'm x", "syntax.quoted_command_name"),

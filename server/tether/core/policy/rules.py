@@ -19,6 +19,7 @@ RULES: dict[str, str] = {
     "input.invalid_unicode": "the command contains unpaired surrogates",
     "input.mode": "the mode is neither read nor command",
     "input.too_long": "the command is longer than max_command_length",
+    "input.too_complex": "lists or pipelines nested deeper than 200 levels",
     "input.control_char": "NUL, CR, escape or other control characters, Unicode line separators",
     "input.invisible_char": "zero-width, bidirectional-override and other invisible format characters",
     # syntax
@@ -45,6 +46,7 @@ RULES: dict[str, str] = {
     "syntax.pipe_stderr": "`|&`",
     "syntax.comment": "`# comments`",
     "syntax.quoted_command_name": 'quotes or backslashes in a command name (`"r"m`, `\\rm`)',
+    "syntax.ambiguous_redirect": "digits or `{var}` touching a redirect (`ls 0>x`): bash reads an fd",
     "syntax.redirect_position": "words after a redirect target (`cmd > f arg`)",
     # commands
     "command.unknown": "the program is not in any allowlist",

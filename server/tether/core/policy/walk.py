@@ -24,6 +24,9 @@ _ARGUMENTS = frozenset({"word", "string", "raw_string", "concatenation", "number
 _ARG_PARTS = frozenset({"word", "string", "string_content", "raw_string", "number", '"'})
 _BLANKS = b" \t\n"
 _COMMAND_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
+# Text bash reads as a redirect's file descriptor when it touches the operator: `0>x`, `{fd}>x`.
+_FD_LIKE = re.compile(rb"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})\Z")
+MAX_DEPTH = 200
 
 _NODE_RULES: dict[str, tuple[str, str]] = {
     "command_substitution": ("syntax.command_substitution", "command substitution `$(…)`/backticks"),
@@ -120,7 +123,7 @@ def walk(tree: tree_sitter.Tree, source: bytes) -> Walked:
             continue
         if child.type == "&":
             raise Deny("syntax.background", "running commands in the background (`&`) is not allowed")
-        _statement(child, source, result)
+        _statement(child, source, result, 0)
         statements += 1
     if statements == 0:
         raise Deny("input.empty", "the command is empty")
@@ -129,7 +132,9 @@ def walk(tree: tree_sitter.Tree, source: bytes) -> Walked:
     return result
 
 
-def _statement(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
+def _statement(node: tree_sitter.Node, source: bytes, result: Walked, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise Deny("input.too_complex", f"the command nests more than {MAX_DEPTH} lists or pipelines")
     kind = node.type
     if kind not in _STATEMENTS:
         raise _refuse(node)
@@ -148,7 +153,7 @@ def _statement(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
                 raise Deny("syntax.pipe_stderr", "`|&` is not allowed", "write `2>&1 |` instead")
             if child.type not in ("command", "redirected_statement"):
                 raise _refuse(child)
-            _statement(child, source, result)
+            _statement(child, source, result, depth + 1)
     else:  # list
         result.compound = True
         for child in children:
@@ -156,7 +161,7 @@ def _statement(node: tree_sitter.Node, source: bytes, result: Walked) -> None:
                 continue
             if not child.is_named:
                 raise Deny("syntax.unsupported", f"the operator {child.type!r} is not allowed")
-            _statement(child, source, result)
+            _statement(child, source, result, depth + 1)
 
 
 def _redirected(children: list[tree_sitter.Node], source: bytes, result: Walked) -> None:
@@ -251,6 +256,17 @@ def _argument(node: tree_sitter.Node) -> Word:
 def _redirect(node: tree_sitter.Node, source: bytes) -> RawRedirect:
     children = node.children
     _check_gaps(node, children, source)
+    if node.start_byte > 0 and _FD_LIKE.search(source[max(0, node.start_byte - 64) : node.start_byte]):
+        preceding = source[: node.start_byte]
+        token = preceding[
+            len(preceding.rstrip(b"0123456789{}_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")) :
+        ]
+        if _FD_LIKE.match(token) and (not children or children[0].type != "file_descriptor"):
+            raise Deny(
+                "syntax.ambiguous_redirect",
+                f"`{token.decode()}` right before a redirect is read by bash as a file descriptor",
+                "put a space between the argument and the redirect",
+            )
     fd = ""
     op = ""
     targets: list[tree_sitter.Node] = []
