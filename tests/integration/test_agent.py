@@ -496,3 +496,30 @@ def test_ctrl_c_in_the_terminal_cancels_the_turn(workspace: Path) -> None:
     assert "cancelled" in out
     events = (workspace / ".tether" / "conversations" / "c-sigint" / "events.jsonl").read_text()
     assert '"cancelled"' in events
+
+
+def test_a_tool_call_cut_off_by_max_tokens_is_not_run_and_is_answered(workspace: Path) -> None:
+    script = parse_script(
+        [
+            {
+                "content": [
+                    {"text": "Writing"},
+                    {"tool_use": {"name": "write_file", "input": {"path": "x.py"}}},
+                ],
+                "stop_reason": "max_tokens",
+            },
+            {"content": "ok", "expect": {"tool_results": [{"is_error": True, "contains": "max_tokens"}]}},
+        ]
+    )
+    gate = _gate(workspace, "read,write")
+    with FakeAnthropicServer(script) as api:
+        agent = create_agent(gate, _settings(api), environ={})
+        result = _run(agent.ask("write x.py"))
+        assert result.stop_reason == "max_tokens"
+        assert not result.ended_normally
+        assert "max_tokens" in (result.message or "")
+        assert result.tool_calls == []
+        assert not (workspace / "x.py").exists()
+        follow = _run(agent.ask("try again", conversation_id=result.conversation_id))
+        assert follow.ended_normally
+        assert api.failures == []

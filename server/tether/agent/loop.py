@@ -264,7 +264,9 @@ class Agent:
                 return
             self._account(turn, response, price, stamp, request)
             if response.stop_reason != "tool_use" or not response.tool_uses:
-                turn.stop(response.stop_reason or "end_turn", None)
+                if response.tool_uses:  # cut off (max_tokens…) mid-call: answer, never run a partial call
+                    self._refuse_unfinished(conversation, response)
+                turn.stop(response.stop_reason or "end_turn", _stop_message(response.stop_reason))
                 return
             await self._run_tools(turn, response, cancel)
             if cancel.is_set():
@@ -359,6 +361,18 @@ class Agent:
             cost=cost,
             stop_reason=response.stop_reason,
         )
+
+    def _refuse_unfinished(self, conversation: Conversation, response: ModelResponse) -> None:
+        text = (
+            f"Not run: your response stopped ({response.stop_reason}) before this call was complete. "
+            "Send the call again if it is still needed."
+        )
+        results = [
+            {"type": "tool_result", "tool_use_id": str(b.get("id")), "content": text, "is_error": True}
+            for b in response.tool_uses
+        ]
+        conversation.messages.append({"role": "user", "content": results})
+        conversation.save()
 
     async def _run_tools(self, turn: _Turn, response: ModelResponse, cancel: threading.Event) -> None:
         conversation = turn.conversation
@@ -511,6 +525,15 @@ class _Turn:
     def stop(self, reason: str, message: str | None) -> None:
         self.stop_reason = reason
         self.message = message
+
+
+def _stop_message(stop_reason: str | None) -> str | None:
+    return {
+        "max_tokens": "the answer reached max_tokens and was cut off (raise --max-tokens)",
+        "refusal": "Claude declined to continue this request",
+        "model_context_window_exceeded": "the conversation no longer fits the context; start a new one",
+        "pause_turn": "the model paused its turn; send another prompt to let it continue",
+    }.get(stop_reason or "")
 
 
 def _append_user(messages: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:

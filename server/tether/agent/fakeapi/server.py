@@ -13,6 +13,7 @@ stalled stream never blocks the next request.
 from __future__ import annotations
 
 import json
+import select
 import socket
 import sys
 import threading
@@ -188,7 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if step.kind == "drop" and step.drop in ("before_response", "stall"):
             if step.drop == "stall":
-                state.closing.wait(STALL_LIMIT_SECONDS)
+                self._stall(state.closing)
             self._hang_up()
             return
         stream = isinstance(body, Mapping) and bool(body.get("stream"))
@@ -220,7 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
                     break
                 self._chunk(_sse(event, data))
                 if step.hang_after is not None and n >= step.hang_after:
-                    closing.wait(STALL_LIMIT_SECONDS)
+                    self._stall(closing)
                     self._hang_up()
                     return
                 if step.chunk_delay:
@@ -232,6 +233,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     # --- helpers -------------------------------------------------------------------------------
+
+    def _stall(self, closing: threading.Event) -> None:
+        """Send nothing until the client hangs up, the server stops, or the stall limit passes."""
+        deadline = time.monotonic() + STALL_LIMIT_SECONDS
+        while not closing.wait(0.05) and time.monotonic() < deadline:
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    self.fake.log("client hung up during a stall")
+                    return
+            except OSError:
+                return
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
