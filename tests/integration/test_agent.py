@@ -26,6 +26,7 @@ from tether.agent.fakeapi import FakeAnthropicServer, load_script, parse_script
 from tether.core.config import AgentSettings, EffectiveConfig
 from tether.core.gate import Gate
 from tether.core.permissions import parse_permissions
+from tether.errors import AgentError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "scripts"
 MODEL = "claude-sonnet-5-5"
@@ -523,3 +524,35 @@ def test_a_tool_call_cut_off_by_max_tokens_is_not_run_and_is_answered(workspace:
         follow = _run(agent.ask("try again", conversation_id=result.conversation_id))
         assert follow.ended_normally
         assert api.failures == []
+
+
+def test_a_second_turn_on_a_busy_conversation_is_refused(workspace: Path) -> None:
+    script = parse_script([{"content": "A long answer that hangs here...", "hang_after": 4}])
+
+    async def scenario(api: FakeAnthropicServer) -> str:
+        started = asyncio.Event()
+        cancel = threading.Event()
+        agent = create_agent(
+            _gate(workspace, "read"),
+            _settings(api),
+            on_event=lambda e: started.set() if e.kind == "text" else None,
+            environ={},
+        )
+        first = asyncio.create_task(agent.ask("one", conversation_id="c-busy", cancel=cancel))
+        await started.wait()
+        other = create_agent(_gate(workspace, "read"), _settings(api), environ={})
+        try:
+            await other.ask("two", conversation_id="c-busy")
+        except AgentError as exc:
+            message = str(exc)
+        else:
+            message = ""
+        cancel.set()
+        result = await first
+        assert result.stop_reason == "cancelled"
+        return message
+
+    with FakeAnthropicServer(script) as api:
+        message = asyncio.run(scenario(api))
+        assert len(api.requests) == 1  # the refused turn sent nothing
+    assert "busy" in message

@@ -238,6 +238,23 @@ class ConversationStore:
             return self.open(conversation_id)
         return self.create(model, conversation_id)
 
+    @contextlib.contextmanager
+    def busy(self, conversation: Conversation) -> Iterator[None]:
+        """Hold the conversation for one turn; a second turn on it (another editor, a terminal) is
+        refused at once rather than interleaving two histories into one file."""
+        conversation.path.mkdir(parents=True, exist_ok=True)
+        with open(conversation.path / ".lock", "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise AgentError(
+                    f"conversation {conversation.id} is busy with another turn; wait for it or cancel it"
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def list(self) -> list[Conversation]:
         if not self.root.is_dir():
             return []

@@ -177,6 +177,12 @@ class Agent:
             raise AgentError("the prompt is empty")
         cancel = cancel if cancel is not None else threading.Event()
         conversation = self.store.open_or_create(conversation_id, self.settings.model)
+        with self.store.busy(conversation):
+            # re-read under the lock: another process may have just finished a turn on it
+            conversation = self.store.open(conversation.id)
+            return await self._ask(conversation, prompt, cancel)
+
+    async def _ask(self, conversation: Conversation, prompt: str, cancel: threading.Event) -> TurnResult:
         price = price_for(self.settings.model)
         if not price.known:
             self._emit(
