@@ -478,3 +478,35 @@ def test_restored_files_get_umask_permissions(tmp_path: Path) -> None:
     umask = os.umask(0)
     os.umask(umask)
     assert mode == 0o666 & ~umask
+
+
+def test_age_retention_keeps_the_newest(tmp_path: Path) -> None:
+    import time
+
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings(keep_days=1e-5))  # under a second
+    for i in range(3):
+        (repo / "a.txt").write_text(f"{i}\n")
+        store.create(f"t{i}")
+    time.sleep(1.1)
+    newest = store.list()[0]
+    assert len(store.prune()) == 2
+    assert store.list() == [newest]
+
+
+def test_time_budget_warning(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    cp = Checkpoints(repo, CheckpointSettings(time_budget_seconds=0)).create("t")
+    assert any("over the 0 s budget" in w for w in cp.warnings)
+
+
+def test_corrupt_private_index_is_rebuilt(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (repo / ".git" / "tether" / "index").write_bytes(b"DIRC garbage")
+    (repo / "a.txt").write_text("b\n")
+    cp = store.create("t2")
+    assert store.files_changed_since(cp) == []
+    plan = store.plan_rollback(steps=2)
+    assert plan.restored == ("a.txt",)

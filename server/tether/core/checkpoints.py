@@ -235,10 +235,18 @@ class Checkpoints:
 
     def _stage(self, loc: Location, git: Git) -> _Staged:
         """Bring the private index up to date with the work tree; return its tree id."""
-        status = git.run(
+        status_args = (
             "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
             "--ignore-submodules=dirty",
         )  # fmt: skip
+        try:
+            status = git.run(*status_args)
+        except CheckpointError as exc:
+            if "index" not in str(exc):
+                raise
+            # the private index is only a cache (e.g. torn by a power cut): rebuild it from scratch
+            loc.index.unlink(missing_ok=True)
+            status = git.run(*status_args)
         _refuse_unreadable(status.stderr)
         candidates = _parse_status(status.stdout)
         big: list[str] = []
@@ -372,9 +380,12 @@ class Checkpoints:
             git.run("update-ref", "--stdin", input="".join(f"delete {cp.ref}\n" for cp in doomed).encode())
             git.run("prune", "--expire=now")
         counts = _count_objects(git)
-        if counts.get("count", 0) > 2000 or counts.get("packs", 0) > 10:
-            git.run("repack", "-a", "-d", "-q")
+        if counts.get("packs", 0) > 10:
+            git.run("repack", "-a", "-d", "-q")  # one pack; drops objects no checkpoint uses
             git.run("prune", "--expire=now")
+        elif counts.get("count", 0) > 2000:
+            git.run("repack", "-d", "-q")  # pack the loose objects only
+            git.run("prune-packed", "-q")
         return doomed
 
 
