@@ -510,3 +510,21 @@ def test_corrupt_private_index_is_rebuilt(tmp_path: Path) -> None:
     assert store.files_changed_since(cp) == []
     plan = store.plan_rollback(steps=2)
     assert plan.restored == ("a.txt",)
+
+
+def test_users_global_excludes_file_is_respected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "my-ignores").write_text(".idea/\n")
+    (home / ".gitconfig").write_text("[core]\n\texcludesFile = ~/my-ignores\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (repo / ".idea").mkdir()
+    (repo / ".idea" / "workspace.xml").write_text("<x/>\n")
+    (repo / "a.txt").write_text("b\n")
+    plan, _ = store.rollback(steps=1)
+    assert plan.deleted == ()
+    assert (repo / ".idea" / "workspace.xml").exists()

@@ -37,6 +37,7 @@ from tether.core.checkpoint.store import (
     refuse_unsafe_state,
     store_git,
     sync_excludes,
+    user_excludes_file,
 )
 from tether.core.config import CheckpointSettings, user_state_dir
 from tether.core.gitcmd import Git
@@ -120,6 +121,7 @@ class Checkpoints:
         self.settings = settings
         self._loc: Location | None = None
         self._git: Git | None = None
+        self._user_excludes: tuple[Path, ...] | None = None
 
     # --- public API --------------------------------------------------------------------------
 
@@ -225,7 +227,10 @@ class Checkpoints:
     def _prepare(self, loc: Location) -> Git:
         refuse_unsafe_state(loc)
         ensure_store(loc)
-        if sync_excludes(loc, self.settings.exclude):
+        if self._user_excludes is None:
+            found = user_excludes_file(loc)
+            self._user_excludes = (found,) if found is not None else ()
+        if sync_excludes(loc, self.settings.exclude, self._user_excludes):
             # ignore rules changed: entries the private index holds may now be excluded, so rebuild
             loc.index.unlink(missing_ok=True)
         ensure_user_exclude(loc)

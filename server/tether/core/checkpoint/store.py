@@ -24,6 +24,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,20 +154,52 @@ def ensure_store(loc: Location) -> None:
             raise CheckpointError(f"cannot create the checkpoint store: {exc.strerror}") from exc
 
 
-def exclude_lines(loc: Location, patterns: tuple[str, ...]) -> bytes:
-    """The store's info/exclude: Tether's state, the user's info/exclude, configured excludes."""
+def user_excludes_file(loc: Location) -> Path | None:
+    """The user's own `core.excludesFile` (global or repository config), if one is set.
+
+    Checkpoint commands run with the user's config switched off, so this one value is read on
+    purpose (`git config --get` only reads; it runs nothing) and its patterns are copied into the
+    store, so that "ignored" means what it means to the user. Git's default
+    (`~/.config/git/ignore`) is read by git itself."""
+    cwd = loc.workspace
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    try:
+        proc = subprocess.run(
+            ["git", "config", "--path", "--get", "core.excludesFile"],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    value = proc.stdout.decode("utf-8", "replace").strip()
+    if proc.returncode != 0 or not value:
+        return None
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else cwd / path
+
+
+def exclude_lines(loc: Location, patterns: tuple[str, ...], extra_files: tuple[Path, ...] = ()) -> bytes:
+    """The store's info/exclude: Tether's state, the user's info/exclude and excludes file,
+    configured excludes."""
     parts = [b"# written by tether; regenerated from the workspace's settings\n", b"/.tether/\n"]
+    sources = list(extra_files)
     if loc.user_common_dir is not None:
+        sources.insert(0, loc.user_common_dir / "info" / "exclude")
+    for source in sources:
         with contextlib.suppress(OSError):
-            user = (loc.user_common_dir / "info" / "exclude").read_bytes()
+            user = source.read_bytes()
             parts.append(user if user.endswith(b"\n") or not user else user + b"\n")
     parts += [p.encode("utf-8") + b"\n" for p in patterns]
     return b"".join(parts)
 
 
-def sync_excludes(loc: Location, patterns: tuple[str, ...]) -> bool:
+def sync_excludes(loc: Location, patterns: tuple[str, ...], extra_files: tuple[Path, ...] = ()) -> bool:
     """Write the store's excludes; True when they changed (the private index must be rebuilt)."""
-    return _write_if_changed(loc.store / "info" / "exclude", exclude_lines(loc, patterns))
+    return _write_if_changed(loc.store / "info" / "exclude", exclude_lines(loc, patterns, extra_files))
 
 
 def ensure_user_exclude(loc: Location) -> None:
