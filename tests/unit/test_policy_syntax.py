@@ -71,6 +71,8 @@ DENIED_SYNTAX: list[tuple[str, str]] = [
     ("cat ~root/.ssh/id_rsa", "syntax.tilde"),
     ("cat ~+/x", "syntax.tilde"),
     ("ls > f arg", "syntax.redirect_position"),
+    ("ls >\nls", "syntax.parse_error"),  # tree-sitter: `> ls`; bash: syntax error
+    ("ls 2>\nfile", "syntax.parse_error"),
     ("ls 0>x", "syntax.ambiguous_redirect"),  # tree-sitter: argument `0`; bash: fd 0
     ("echo a 1>x 0>y", "syntax.redirect_position"),  # tree-sitter: `0` is a second target word
     ("ls {fd}>x", "syntax.ambiguous_redirect"),  # bash allocates an fd into $fd

@@ -23,6 +23,7 @@ _STATEMENTS = frozenset({"command", "pipeline", "list", "redirected_statement"})
 _ARGUMENTS = frozenset({"word", "string", "raw_string", "concatenation", "number"})
 _ARG_PARTS = frozenset({"word", "string", "string_content", "raw_string", "number", '"'})
 _BLANKS = b" \t\n"
+_INLINE_BLANKS = b" \t"
 _COMMAND_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
 # Text bash reads as a redirect's file descriptor when it touches the operator: `0>x`, `{fd}>x`.
 _FD_LIKE = re.compile(rb"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})\Z")
@@ -97,14 +98,20 @@ def _refuse(node: tree_sitter.Node) -> Deny:
     return Deny(rule, f"{what} is not allowed")
 
 
-def _check_gaps(node: tree_sitter.Node, children: list[tree_sitter.Node], source: bytes) -> None:
-    """Between (and around) a node's children only blanks may appear: nothing was skipped."""
+def _check_gaps(
+    node: tree_sitter.Node, children: list[tree_sitter.Node], source: bytes, blanks: bytes = _BLANKS
+) -> None:
+    """Between (and around) a node's children only blanks may appear: nothing was skipped.
+
+    Inside one simple command or redirect (`blanks=_INLINE_BLANKS`) a newline is not a blank to
+    bash — it ends the command — so one there means tree-sitter and bash disagree.
+    """
     pos = node.start_byte
     for child in children:
-        if source[pos : child.start_byte].strip(_BLANKS):
+        if source[pos : child.start_byte].strip(blanks):
             raise Deny("syntax.parse_error", "the parser skipped part of the command")
         pos = child.end_byte
-    if source[pos : node.end_byte].strip(_BLANKS):
+    if source[pos : node.end_byte].strip(blanks):
         raise Deny("syntax.parse_error", "the parser skipped part of the command")
 
 
@@ -139,7 +146,8 @@ def _statement(node: tree_sitter.Node, source: bytes, result: Walked, depth: int
     if kind not in _STATEMENTS:
         raise _refuse(node)
     children = node.children
-    _check_gaps(node, children, source)
+    inline = kind in ("command", "redirected_statement")
+    _check_gaps(node, children, source, _INLINE_BLANKS if inline else _BLANKS)
     if kind == "command":
         result.commands.append(_command(children, source, ()))
     elif kind == "redirected_statement":
@@ -177,7 +185,7 @@ def _redirected(children: list[tree_sitter.Node], source: bytes, result: Walked)
     if body is None:
         raise Deny("syntax.unsupported", "a redirect without a command is not allowed")
     body_children = body.children
-    _check_gaps(body, body_children, source)
+    _check_gaps(body, body_children, source, _INLINE_BLANKS)
     result.commands.append(_command(body_children, source, tuple(redirects)))
 
 
@@ -255,7 +263,7 @@ def _argument(node: tree_sitter.Node) -> Word:
 
 def _redirect(node: tree_sitter.Node, source: bytes) -> RawRedirect:
     children = node.children
-    _check_gaps(node, children, source)
+    _check_gaps(node, children, source, _INLINE_BLANKS)
     if node.start_byte > 0 and _FD_LIKE.search(source[max(0, node.start_byte - 64) : node.start_byte]):
         preceding = source[: node.start_byte]
         token = preceding[
