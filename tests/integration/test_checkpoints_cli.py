@@ -121,3 +121,15 @@ def test_git_enabled_false_disables_with_a_warning(repo: Path, tmp_path: Path) -
     assert "rollback is unavailable" in made.stderr
     listed = tether(repo, "checkpoints", home=tmp_path)
     assert "disabled" in listed.stderr
+
+
+def test_listing_still_works_mid_merge_and_rollback_is_refused(repo: Path, tmp_path: Path) -> None:
+    made = tether(repo, "checkpoint", home=tmp_path).stdout.strip()
+    (repo / ".git" / "MERGE_HEAD").write_text("0" * 40 + "\n")
+    listed = tether(repo, "checkpoints", home=tmp_path)
+    assert listed.returncode == 0
+    assert made in listed.stdout
+    assert "middle of a merge" in listed.stderr
+    refused = tether(repo, "rollback", "--yes", home=tmp_path)
+    assert refused.returncode == 2
+    assert "middle of a merge" in refused.stderr

@@ -72,7 +72,13 @@ def _list(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     cps = store.list()
-    changed = store.files_changed_since_many(cps) if cps else {}
+    changed: dict[str, list[str]] = {}
+    counted = True
+    try:
+        changed = store.files_changed_since_many(cps) if cps else {}
+    except TetherError as exc:  # e.g. mid-merge: listing still works, counting needs a snapshot
+        print(f"Warning: cannot compare with the present: {exc}", file=sys.stderr)
+        counted = False
     if args.json:
         print_json({"checkpoints": [{**cp.to_json(), "files_changed": changed.get(cp.id, [])} for cp in cps]})
         return 0
@@ -83,7 +89,8 @@ def _list(args: argparse.Namespace) -> int:
     for n, cp in enumerate(cps, start=1):
         files = changed.get(cp.id, [])
         when = cp.time[:19].replace("T", " ")
-        print(f"{n:>3}  {cp.id:<12}  {when:<19}  {_show(cp.tool)[:16]:<16}  {len(files)} file(s)")
+        count = f"{len(files)} file(s)" if counted else "?"
+        print(f"{n:>3}  {cp.id:<12}  {when:<19}  {_show(cp.tool)[:16]:<16}  {count}")
     print("\nRoll back with `tether rollback N` or `tether rollback --to ID` (add --dry-run to preview).")
     return 0
 
