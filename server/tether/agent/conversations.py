@@ -47,14 +47,17 @@ def _stamp() -> str:
     return _now().strftime("%Y%m%dT%H%M%S%fZ")
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str, *, durable: bool = False) -> None:
+    """Temp file + rename: never a half-written file. `durable` adds an fsync (≈3 ms) — used where a
+    power loss must not lose the data (the end of a turn, the counters), not on every step."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -123,9 +126,9 @@ class Conversation:
     def _dump(self, value: Any) -> str:
         return self.redact(json.dumps(value, indent=1, ensure_ascii=False, default=str)) + "\n"
 
-    def save(self) -> None:
-        _atomic_write(self.path / "messages.json", self._dump(self.messages))
-        _atomic_write(self.path / "meta.json", self._dump(self.meta))
+    def save(self, *, durable: bool = False) -> None:
+        _atomic_write(self.path / "messages.json", self._dump(self.messages), durable=durable)
+        _atomic_write(self.path / "meta.json", self._dump(self.meta), durable=durable)
 
     def save_exchange(self, request: dict[str, Any], response: dict[str, Any] | None) -> str:
         """Write one request (and its response, when there is one); returns the stamp."""
@@ -327,5 +330,5 @@ class ConversationStore:
             data["total_tool_calls"] = int(data.get("total_tool_calls", 0)) + tool_calls
             data.setdefault("first_run", now)
             data["last_run"] = now
-            _atomic_write(self.counters_path, json.dumps(data, indent=1) + "\n")
+            _atomic_write(self.counters_path, json.dumps(data, indent=1) + "\n", durable=True)
             return data

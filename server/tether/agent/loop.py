@@ -469,7 +469,7 @@ class Agent:
         if turn.stop_reason in ("cancelled", "max_cost", "error", "max_tool_rounds"):
             conversation.record(turn.stop_reason, message=turn.message, tool_calls=len(turn.calls))
         with contextlib.suppress(Exception):
-            conversation.save()
+            conversation.save(durable=True)
         with contextlib.suppress(OSError):
             self.store.add_to_counters(
                 input_tokens=turn.usage.input_tokens,

@@ -121,6 +121,11 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "tether-fake-api/1"
 
+    def setup(self) -> None:
+        super().setup()
+        # many small SSE chunks: without this, Nagle + delayed ACKs add ~40 ms per response
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     @property
     def fake(self) -> FakeAnthropicServer:
         return self.server.fake  # type: ignore[attr-defined,no-any-return]
