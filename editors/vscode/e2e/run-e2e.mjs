@@ -441,6 +441,7 @@ async function reviewScenario() {
       await notification(/the agent proposed changes \(1 pending\)/);
       const answer = page.locator(".editor-instance .view-lines", { hasText: "I proposed the edit to stats.py" }).first();
       await answer.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+      await docShot("agent-answer");
       await statusBarText(/1 pending/);
       await waitForFile(ORIGINAL, "unchanged: without the write permission an edit is a proposal");
     });
