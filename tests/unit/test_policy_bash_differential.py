@@ -19,7 +19,11 @@ from hypothesis import strategies as st
 
 from tether.core.policy import PolicySettings, decide
 
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+# Hundreds of real bash processes per run: marked slow (deselect with -m "not slow").
+pytestmark = [
+    pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed"),
+    pytest.mark.slow,
+]
 
 PROGRAMS = ("ls", "cat", "echo", "head", "wc", "grep", "pwd")
 PRELUDE = "".join(f"{name}() {{ printf '%s\\0' {name} \"$@\" $'\\1' >> \"$LOG\"; }}\n" for name in PROGRAMS)
@@ -143,7 +147,7 @@ TOKENS = st.sampled_from(
 
 
 @settings(
-    max_examples=400,
+    max_examples=250,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
 )
