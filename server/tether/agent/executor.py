@@ -38,6 +38,7 @@ class ToolOutcome:
     rule: str | None = None
     reason: str | None = None
     suggestion: str | None = None
+    validation: str | None = None  # the policy's own words on the call, allowed or not
     diff: str | None = None
     proposal_id: str | None = None
     checkpoint: str | None = None
@@ -51,6 +52,7 @@ class ToolOutcome:
             "rule": self.rule,
             "reason": self.reason,
             "suggestion": self.suggestion,
+            "validation": self.validation,
             "proposalId": self.proposal_id,
             "checkpoint": self.checkpoint,
             "durationMs": self.duration_ms,
@@ -178,6 +180,7 @@ def outcome_from_gate(result: GateResult) -> ToolOutcome:
         verdict=verdict,
         rule=decision.get("rule") if isinstance(decision, Mapping) else None,
         reason=reason,
+        validation=str(decision.get("reason")) if decision.get("reason") else None,
         suggestion=suggestion,
         diff=diff,
         proposal_id=result.proposal.id if result.proposal is not None else None,

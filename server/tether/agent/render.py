@@ -125,7 +125,11 @@ class TerminalRenderer:
         if self.level >= 2:
             details = []
             if outcome.rule:
-                details.append(f"rule {outcome.rule}")
+                verdict = "refused" if outcome.verdict == "denied" else "allowed"
+                shown = verdict if outcome.rule == verdict else f"{verdict} [{outcome.rule}]"
+                if outcome.validation and outcome.verdict != "denied":
+                    shown += f": {outcome.validation}"
+                details.append(f"validation: {shown}")
             if outcome.checkpoint:
                 details.append(f"checkpoint {outcome.checkpoint} created")
             details.append(f"{outcome.duration_ms} ms")

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tether.agent.loop import Agent, TurnResult
+    from tether.core.gate import Gate
 
 VERBOSITIES = ("silent", "normal", "verbose", "debug")
 
@@ -125,6 +126,8 @@ def _run(args: argparse.Namespace) -> int:
         code = _replay(agent, replay_id, args.replay or None, console, args.json)
     elif prompt:
         agent = create_agent(gate, settings, on_event=renderer)
+        if settings.verbosity != "silent":
+            _header(console, gate, settings.model, settings.verbosity)
         result = _ask(agent, prompt, conversation_id, console)
         if result is None:
             return 130
@@ -137,6 +140,23 @@ def _run(args: argparse.Namespace) -> int:
     if args.stats:
         print_stats(console, stats_summary(store))
     return code
+
+
+def _header(console: Console, gate: Gate, model: str, verbosity: str) -> None:
+    from tether.core.permissions import format_permissions
+
+    permissions = format_permissions(gate.permissions)
+    if verbosity in ("verbose", "debug"):
+        line = f"workspace {gate.workspace} · permissions {permissions} · model {model}"
+        console.print(line, style="dim", markup=False, highlight=False)
+    if permissions == "none":
+        console.print(
+            "Permissions: none — every tool call is a dry run. Use --permissions read,command "
+            "(edits stay proposals) or all.",
+            style="yellow",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _ask(agent: Agent, prompt: str, conversation_id: str | None, console: Console) -> TurnResult | None:
