@@ -120,6 +120,11 @@ def test_workspace_given_through_a_symlink(tree: dict[str, Path], tmp_path: Path
         "web/node_modules/.bin/vite",
         ".cargo/config.toml",
         ".husky/pre-commit",
+        "rust-toolchain.toml",  # `path = …` picks the binary even for `cargo --version`
+        ".tool-versions",
+        "mise.toml",
+        ".python-version",
+        ".devcontainer/devcontainer.json",
         ".",
     ],
 )

@@ -34,6 +34,8 @@ PROTECTED_DIRS: tuple[str, ...] = (
     ".githooks",
     ".cargo",
     ".direnv",
+    ".zed",
+    ".devcontainer",
 )
 PROTECTED_NAMES: tuple[str, ...] = (
     ".gitattributes",
@@ -66,6 +68,20 @@ PROTECTED_NAMES: tuple[str, ...] = (
     ".tcshrc",
     ".kshrc",
     ".inputrc",
+    # Toolchain selectors: they pick *which binary* runs even for `cargo --version` or
+    # `python --version` (rust-toolchain.toml `path = …`, asdf/mise `path:` versions, mise tasks).
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".python-version",
+    ".tool-versions",
+    ".node-version",
+    ".nvmrc",
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    ".rtx.toml",
+    ".lfsconfig",
 )
 _DIRS = frozenset(PROTECTED_DIRS)
 _NAMES = frozenset(PROTECTED_NAMES)
