@@ -1,0 +1,52 @@
+"""`tether serve [--log-file F] [-v]`: the language server over stdio.
+
+stdout carries the protocol, so logging goes to stderr or the log file, never stdout. pygls is
+imported only when the server starts, so other commands do not pay for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the language server over stdio (for editors)",
+        description="Speak LSP over stdin/stdout. Logs go to stderr, or to --log-file.",
+    )
+    parser.add_argument("--log-file", metavar="F", help="append logs to this file instead of stderr")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="-v info, -vv debug (with protocol)"
+    )
+    parser.add_argument(
+        "--stdio", action="store_true", help="accepted for clients that pass it; stdio is the default"
+    )
+    parser.set_defaults(handler=_serve)
+
+
+def _configure_logging(log_file: str | None, verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    handler: logging.Handler
+    if log_file:
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # The protocol logger writes every message at INFO: only with -vv.
+    logging.getLogger("pygls").setLevel(logging.DEBUG if verbose > 1 else logging.WARNING)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    _configure_logging(args.log_file, args.verbose)
+    from tether.lsp.server import create_server
+
+    server = create_server()
+    server.start_io()
+    return 0

@@ -1,0 +1,1 @@
+"""Feature modules of the language server; each exposes `register(server)`."""

@@ -1,0 +1,310 @@
+"""`workspace/executeCommand`: every `tether.*` command (docs/lsp.md), each one JSON object in and out.
+
+Handlers are thin: validate the argument (`tether.lsp.params`), call the gate on a worker thread,
+shape the result. Tether errors become JSON-RPC errors only here (`tether.lsp.errors`); an
+unexpected exception becomes an InternalError response and the server keeps answering.
+"""
+
+# No `from __future__ import annotations`: pygls resolves the handlers' annotations at call time.
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from tether import __version__
+from tether.errors import TetherError
+from tether.lsp.errors import ParamsError, request_failed, to_jsonrpc
+from tether.lsp.features.progress import cancel_all, work_progress
+from tether.lsp.params import Args, one_object
+from tether.lsp.server import TetherServer
+
+Handler = Callable[[TetherServer, Args], Awaitable[dict[str, Any]]]
+COMMANDS: dict[str, Handler] = {}
+
+MAX_PROMPT_CHARS = 200_000
+MAX_COMMAND_CHARS = 100_000
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    def add(fn: Handler) -> Handler:
+        COMMANDS[name] = fn
+        return fn
+
+    return add
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+async def _gate(ls: TetherServer) -> Any:
+    return await ls.run_blocking(ls.gate)
+
+
+def _current_text(ls: TetherServer, workspace: Path, rel: str) -> str:
+    """The file as the user sees it: open buffer, else disk (worker thread)."""
+    from tether.core.proposals import read_current_text
+
+    document = ls.documents.get(workspace / rel)
+    if document is not None:
+        return document.text
+    try:
+        return read_current_text(workspace, rel)
+    except TetherError:
+        return ""
+
+
+def _proposal_json(ls: TetherServer, workspace: Path, proposal: Any) -> dict[str, Any]:
+    result: dict[str, Any] = proposal.to_json(workspace, current=_current_text(ls, workspace, proposal.path))
+    return result
+
+
+async def _refresh_previews(ls: TetherServer) -> None:
+    """Publish the previews before the command answers, so the client sees them together."""
+    await ls.run_blocking(ls.previews.reload)
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+
+@command("tether.status")
+async def status(ls: TetherServer, args: Args) -> dict[str, Any]:
+    args.done()
+    gate = await _gate(ls)
+    info = await ls.run_blocking(gate.status)
+    agent = gate.config.agent
+    return {
+        "version": __version__,
+        **info,
+        "model": agent.model,
+        "apiKeyPresent": bool(agent.api_key or os.environ.get("ANTHROPIC_API_KEY")),
+    }
+
+
+@command("tether.ask")
+async def ask(ls: TetherServer, args: Args) -> dict[str, Any]:
+    from tether.lsp.features.agent import run_agent_turn
+
+    prompt = args.required_string("prompt", max_chars=MAX_PROMPT_CHARS)
+    conversation_id = args.string("conversationId", max_chars=200)
+    args.done()
+    await _gate(ls)
+    async with work_progress(ls, "Tether: agent turn") as progress:
+        result = await run_agent_turn(ls, prompt, conversation_id, progress)
+    await _refresh_previews(ls)
+    return result
+
+
+@command("tether.runTool")
+async def run_tool(ls: TetherServer, args: Args) -> dict[str, Any]:
+    name = args.required_string("name", max_chars=100)
+    tool_input = args.obj("input")
+    args.done()
+    gate = await _gate(ls)
+    async with work_progress(ls, f"Tether: {name}") as progress:
+        result = await ls.run_blocking(
+            lambda: gate.call(
+                name, tool_input if tool_input is not None else {}, source="lsp", cancel=progress.cancel
+            )
+        )
+    answer: dict[str, Any] = {"result": result.to_json(gate.workspace)}
+    if result.proposal is not None:
+        proposal = await ls.run_blocking(_proposal_json, ls, gate.workspace, result.proposal)
+        answer["result"]["proposal"] = proposal
+        answer["proposal"] = proposal
+    await _refresh_previews(ls)
+    return answer
+
+
+@command("tether.proposals")
+async def proposals(ls: TetherServer, args: Args) -> dict[str, Any]:
+    pending = args.boolean("pending")
+    args.done()
+    gate = await _gate(ls)
+
+    def listing() -> list[dict[str, Any]]:
+        return [_proposal_json(ls, gate.workspace, p) for p in gate.proposals.list(pending_only=pending)]
+
+    return {"proposals": await ls.run_blocking(listing)}
+
+
+@command("tether.proposal")
+async def proposal(ls: TetherServer, args: Args) -> dict[str, Any]:
+    proposal_id = args.required_string("id", max_chars=100)
+    args.done()
+    gate = await _gate(ls)
+    found = await ls.run_blocking(gate.proposals.get, proposal_id)
+    return {
+        "proposal": await ls.run_blocking(_proposal_json, ls, gate.workspace, found),
+        "baseContent": found.base_content,
+        "proposedContent": found.new_content,
+    }
+
+
+@command("tether.diff")
+async def show_diff(ls: TetherServer, args: Args) -> dict[str, Any]:
+    """The unified diff of a proposal (or some hunks); also shown as a message for plain clients."""
+    from lsprotocol import types
+
+    proposal_id = args.required_string("id", max_chars=100)
+    hunks = args.hunks()
+    args.done()
+    gate = await _gate(ls)
+    found = await ls.run_blocking(gate.proposals.get, proposal_id)
+    selected = [found.hunk(i) for i in hunks] if hunks is not None else found.hunks
+    text = f"--- a/{found.path}\n+++ b/{found.path}\n" + "".join(h.diff for h in selected)
+    ls.show_message(f"Tether proposal {found.id} ({found.reason}):\n{text}", types.MessageType.Info)
+    return {"diff": text}
+
+
+def _check_selection(found: Any, hunks: list[int] | None) -> None:
+    if hunks is None:
+        return
+    for index in hunks:
+        found.hunk(index)  # ProposalError (InvalidParams) for an index the proposal does not have
+
+
+@command("tether.accept")
+async def accept(ls: TetherServer, args: Args) -> dict[str, Any]:
+    from tether.lsp.features.apply import EditorApply
+
+    proposal_id = args.required_string("id", max_chars=100)
+    hunks = args.hunks()
+    review = args.boolean("review")
+    args.done()
+    gate = await _gate(ls)
+    found = await ls.run_blocking(gate.proposals.get, proposal_id)
+    _check_selection(found, hunks)
+    editor = EditorApply(ls, review=review)
+    result = await ls.run_blocking(lambda: gate.accept(proposal_id, hunks, apply=editor, source="lsp"))
+    await _refresh_previews(ls)
+    if not result.ok:
+        message = result.result.get("error", result.text)
+        if editor.failure:
+            message = f"{message} ({editor.failure})"
+        raise request_failed(message, result.to_json(gate.workspace))
+    return {
+        "proposal": await ls.run_blocking(_proposal_json, ls, gate.workspace, result.proposal),
+        "applied": result.result.get("applied", []),
+        "checkpoint": result.checkpoint,
+        "appliedVia": "editor" if editor.sent else "disk",
+        "warnings": result.warnings,
+    }
+
+
+@command("tether.reject")
+async def reject(ls: TetherServer, args: Args) -> dict[str, Any]:
+    proposal_id = args.required_string("id", max_chars=100)
+    hunks = args.hunks()
+    args.done()
+    gate = await _gate(ls)
+    found = await ls.run_blocking(gate.proposals.get, proposal_id)
+    _check_selection(found, hunks)
+    result = await ls.run_blocking(lambda: gate.reject(proposal_id, hunks, source="lsp"))
+    await _refresh_previews(ls)
+    if not result.ok:
+        raise request_failed(result.result.get("error", result.text), result.to_json(gate.workspace))
+    return {
+        "proposal": await ls.run_blocking(_proposal_json, ls, gate.workspace, result.proposal),
+        "rejected": result.result.get("rejected", []),
+    }
+
+
+@command("tether.rollback")
+async def rollback(ls: TetherServer, args: Args) -> dict[str, Any]:
+    from tether.lsp.features.apply import sync_buffers_with_disk
+
+    steps = args.integer("steps", low=1, high=10_000)
+    target = args.string("checkpoint", max_chars=200)
+    dry_run = args.boolean("dryRun")
+    args.done()
+    if steps is not None and target is not None:
+        raise ParamsError("tether.rollback: give `steps` or `checkpoint`, not both")
+    gate = await _gate(ls)
+    async with work_progress(ls, "Tether: rollback"):
+        result = await ls.run_blocking(
+            lambda: gate.rollback(steps=steps, to=target, dry_run=dry_run, source="lsp")
+        )
+    if not result.ok:
+        raise request_failed(result.result.get("error", result.text), result.to_json(gate.workspace))
+    payload = {k: v for k, v in result.result.items() if k != "ok"}
+    payload["dryRun"] = dry_run
+    if not dry_run:
+        changed = [*payload["restored"], *payload["deleted"]]
+        payload["buffersUpdated"] = await ls.run_blocking(sync_buffers_with_disk, ls, gate.workspace, changed)
+        await _refresh_previews(ls)
+    return payload
+
+
+@command("tether.checkpoints")
+async def checkpoints(ls: TetherServer, args: Args) -> dict[str, Any]:
+    args.done()
+    gate = await _gate(ls)
+    async with work_progress(ls, "Tether: checkpoints"):
+        listed = await ls.run_blocking(gate.checkpoints)
+    return {"checkpoints": listed}
+
+
+@command("tether.toolLog")
+async def tool_log(ls: TetherServer, args: Args) -> dict[str, Any]:
+    n = args.integer("n", low=1, high=100_000)
+    args.done()
+    gate = await _gate(ls)
+    return {"entries": await ls.run_blocking(gate.log, n)}
+
+
+@command("tether.setPermissions")
+async def set_permissions(ls: TetherServer, args: Args) -> dict[str, Any]:
+    from tether.core.permissions import format_permissions, parse_permissions
+    from tether.errors import ConfigError
+
+    text = args.required_string("permissions", max_chars=100)
+    args.done()
+    try:
+        permissions = parse_permissions(text)
+    except ConfigError as exc:
+        raise ParamsError(f"tether.setPermissions: {exc}") from None
+    gate = await _gate(ls)
+    gate.permissions = permissions
+    return {"permissions": format_permissions(permissions)}
+
+
+@command("tether.checkCommand")
+async def check_command(ls: TetherServer, args: Args) -> dict[str, Any]:
+    text = args.string("command", required=True, max_chars=MAX_COMMAND_CHARS)
+    mode = args.string("mode") or "command"
+    args.done()
+    if mode not in ("read", "command"):
+        raise ParamsError(f"tether.checkCommand: `mode` must be 'read' or 'command', not {mode!r}")
+    gate = await _gate(ls)
+    decision: dict[str, Any] = await ls.run_blocking(gate.check_command, text, mode)
+    return decision
+
+
+@command("tether.cancel")
+async def cancel(ls: TetherServer, args: Args) -> dict[str, Any]:
+    args.done()
+    return {"cancelled": cancel_all(ls)}
+
+
+# --- registration ------------------------------------------------------------------------------
+
+
+def _wrap(name: str, fn: Handler) -> Callable[..., Awaitable[dict[str, Any]]]:
+    async def handler(ls: TetherServer, *arguments: Any) -> dict[str, Any]:
+        try:
+            if ls.workspace_root is None:
+                from tether.lsp.errors import NoWorkspace
+
+                raise NoWorkspace()
+            return await fn(ls, one_object(name, arguments))
+        except TetherError as exc:
+            raise to_jsonrpc(exc) from exc
+
+    handler.__name__ = handler.__qualname__ = name.replace(".", "_")
+    return handler
+
+
+def register(server: TetherServer) -> None:
+    for name, fn in COMMANDS.items():
+        server.command(name)(_wrap(name, fn))

@@ -1,0 +1,197 @@
+"""`TetherServer`: the pygls server with Tether's session state, and the `create_server()` factory.
+
+State lives on the server object (typed attributes), never in module globals, so handlers take the
+server as their first argument and tests can build as many servers as they like. Each feature module
+exposes `register(server)`; the factory calls them in order.
+
+Threads: the event loop only reads and writes LSP messages. Gate calls (git, sandboxed commands,
+disk writes) run on `server.executor`, a pool of our own: pygls reads stdin on its default pool, so
+blocking that pool with work that waits for a client answer (`workspace/applyEdit`) could deadlock.
+Worker threads never write to stdout themselves; they hand messages to the loop with `call_soon`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from tether import __version__
+from tether.lsp.documents import WorkspaceDocuments
+from tether.lsp.errors import NoWorkspace
+from tether.lsp.features.previews import Previews
+from tether.lsp.options import InitOptions, parse_options
+
+if TYPE_CHECKING:
+    from tether.core.gate import Gate
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+WORKER_THREADS = 4
+
+
+class TetherServer(LanguageServer):
+    """One editor session: its options, workspace, gate, open documents and running work."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "tether", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+        )
+        self.options: InitOptions = InitOptions()
+        self.option_errors: list[str] = []
+        self.workspace_root: Path | None = None
+        self.documents = WorkspaceDocuments(self)
+        self.previews = Previews(self)
+        self.executor = ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="tether-work")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.cancel_events: set[threading.Event] = set()
+        """One event per running gate call or agent turn; `tether.cancel` sets them all."""
+        self._gate: Gate | None = None
+        self._gate_lock = threading.Lock()
+
+    # --- session set-up ---------------------------------------------------------------------------
+
+    def setup_session(self, params: types.InitializeParams) -> None:
+        """Read the workspace root and options from `initialize` (the gate is built on first use)."""
+        self.loop = asyncio.get_running_loop()
+        self.options, self.option_errors = parse_options(params.initialization_options)
+        root_uri = params.workspace_folders[0].uri if params.workspace_folders else params.root_uri
+        if root_uri is None and params.root_path:
+            self.workspace_root = Path(params.root_path).resolve()
+        elif root_uri is not None:
+            fs_path = to_fs_path(root_uri)
+            self.workspace_root = Path(fs_path).resolve() if fs_path else None
+        if self.workspace_root is not None and not self.workspace_root.is_dir():
+            log.warning(
+                "workspace %s is not a directory; commands will ask for a folder", self.workspace_root
+            )
+            self.workspace_root = None
+
+    def gate(self) -> Gate:
+        """The session's gate, built on first use (config files read, options applied)."""
+        with self._gate_lock:
+            if self._gate is None:
+                self._gate = self._build_gate()
+                self.previews.schedule_reload()  # proposals left by an earlier session
+            return self._gate
+
+    def _build_gate(self) -> Gate:
+        from tether.core.config import load_config
+        from tether.core.gate import Gate
+        from tether.core.permissions import parse_permissions
+        from tether.lsp.features.events import send_event
+        from tether.lsp.options import apply_options
+
+        if self.workspace_root is None:
+            raise NoWorkspace()
+        config = load_config(self.workspace_root)
+        config, warnings = apply_options(config, self.options)
+        for warning in [*config.warnings, *warnings]:
+            self.show_message(warning, types.MessageType.Warning)
+        permissions = parse_permissions(config.permissions)
+        return Gate(
+            self.workspace_root,
+            permissions,
+            config=config,
+            documents=self.documents,
+            on_event=lambda event: send_event(self, event),
+        )
+
+    @property
+    def has_gate(self) -> bool:
+        return self._gate is not None
+
+    # --- threads ---------------------------------------------------------------------------------
+
+    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn` on a worker thread and await it, keeping the event loop free."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, fn, *args)
+
+    def on_loop(self, fn: Callable[[], T], *, timeout: float | None = 30.0) -> T:
+        """Run `fn` on the event loop and return its result (from a worker thread, or inline on it)."""
+        loop = self.loop
+        if loop is None or _on_thread_of(loop):
+            return fn()
+        done: Future[T] = Future()
+
+        def run() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed back to the waiting thread
+                done.set_exception(exc)
+
+        loop.call_soon_threadsafe(run)
+        return done.result(timeout)
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Schedule `fn` on the event loop without waiting (safe from any thread)."""
+        loop = self.loop
+        if loop is None or _on_thread_of(loop):
+            fn(*args)
+        else:
+            loop.call_soon_threadsafe(fn, *args)
+
+    # --- messages --------------------------------------------------------------------------------
+
+    def show_message(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.call_soon(self.window_show_message, types.ShowMessageParams(type=kind, message=message))
+
+
+def _on_thread_of(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _build_quietly(server: TetherServer) -> None:
+    try:
+        server.gate()
+    except Exception as exc:  # reported again, with the message, on the first command
+        log.warning("cannot open the workspace yet: %s", exc)
+
+
+def create_server() -> TetherServer:
+    """A server with every feature registered; `server.start_io()` runs it over stdio."""
+    from tether.lsp.features import commands, events, previews, progress
+
+    server = TetherServer()
+    for module in (events, progress, previews, commands):
+        module.register(server)
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: TetherServer, params: types.InitializeParams) -> None:
+        ls.setup_session(params)
+
+    @server.feature(types.INITIALIZED)
+    def on_initialized(ls: TetherServer, params: types.InitializedParams) -> None:
+        if ls.option_errors:
+            ls.show_message(
+                "Tether: invalid initializationOptions, using defaults for: " + "; ".join(ls.option_errors),
+                types.MessageType.Error,
+            )
+        if ls.workspace_root is None:
+            ls.show_message(
+                "Tether needs a workspace folder: open a folder to use its commands.",
+                types.MessageType.Warning,
+            )
+        elif (ls.workspace_root / ".tether" / "proposals").is_dir():
+            ls.executor.submit(_build_quietly, ls)  # show pending proposals without waiting for a command
+
+    @server.feature(types.SHUTDOWN)
+    def on_shutdown(ls: TetherServer, params: None) -> None:
+        for event in list(ls.cancel_events):
+            event.set()
+        ls.executor.shutdown(wait=False, cancel_futures=True)
+
+    return server
