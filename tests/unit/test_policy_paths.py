@@ -311,3 +311,10 @@ def test_globs_expand_in_the_working_directory(tree: dict[str, Path]) -> None:
     os.symlink(tree["outside"] / "secret.txt", ws / "sub" / "s_link")
     assert decide("cat s_*", "read", ws, SETTINGS).allowed  # nothing matches at the root
     assert decide("cat s_*", "read", ws, SETTINGS, cwd=ws / "sub").rule == "path.outside_workspace"
+
+
+def test_glob_matching_too_many_files_is_denied(tmp_path: Path) -> None:
+    for i in range(1001):
+        (tmp_path / f"f{i}.txt").write_text("")
+    assert decide("ls f1*.txt", "read", tmp_path, SETTINGS).allowed
+    assert decide("ls *.txt", "read", tmp_path, SETTINGS).rule == "path.glob_too_many"

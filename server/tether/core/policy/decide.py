@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import glob as globmod
+import itertools
 import os
 import re
 import unicodedata
@@ -194,9 +195,8 @@ def _expand(word: Word, workspace: Path, settings: PolicySettings, base: str) ->
     root = os.path.realpath(workspace)
     if base:
         root = os.path.join(root, base)
-    matches = sorted(
-        globmod.glob(pattern, root_dir=root) if not os.path.isabs(pattern) else globmod.glob(pattern)
-    )
+    found = globmod.iglob(pattern, root_dir=root) if not os.path.isabs(pattern) else globmod.iglob(pattern)
+    matches = sorted(itertools.islice(found, MAX_GLOB_MATCHES + 1))  # never enumerate a huge tree
     if len(matches) > MAX_GLOB_MATCHES:
         raise Deny(
             "path.glob_too_many", f"the pattern {word.value!r} matches more than {MAX_GLOB_MATCHES} files"
