@@ -35,6 +35,17 @@ def _workspace(root: Path) -> Path:
     return ws
 
 
+def _visit_all(source: bytes) -> int:
+    """Parse and touch every node once from Python: the floor for any tree-walking policy."""
+    stack = [parser().parse(source).root_node]
+    count = 0
+    while stack:
+        node = stack.pop()
+        count += 1
+        stack.extend(node.children)
+    return count
+
+
 def _per_command_median(fn: Callable[[], object], rounds: int) -> float:
     samples = []
     for _ in range(rounds):
@@ -54,22 +65,30 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         ws = _workspace(Path(tmp))
         denied = [c for c, m in corpus if not decide(c, m, ws, settings).allowed]  # also warms caches
-        parse_us, decide_us = [], []
+        parse_us, visit_us, decide_us = [], [], []
         for command, mode in corpus:
             source = command.encode()
             parse_us.append(_per_command_median(lambda s=source: p.parse(s), args.rounds))
+            visit_us.append(_per_command_median(lambda s=source: _visit_all(s), args.rounds))
             decide_us.append(
                 _per_command_median(lambda c=command, m=mode: decide(c, m, ws, settings), args.rounds)
             )
     ratios = [d / b for d, b in zip(decide_us, parse_us, strict=True)]
     worst = sorted(zip(ratios, (c for c, _ in corpus), strict=True), reverse=True)[:5]
     print(f"policy benchmark: {len(corpus)} commands x {args.rounds} rounds (denied: {len(denied)})")
-    for label, values in (("bare tree-sitter parse", parse_us), ("full decision", decide_us)):
+    rows = (
+        ("bare tree-sitter parse", parse_us),
+        ("parse + visit every node", visit_us),
+        ("full decision", decide_us),
+    )
+    for label, values in rows:
         print(f"  {label:24} median {statistics.median(values):8.1f} us   total {sum(values):9.1f} us")
     print(
         f"  ratio decision/parse     median {statistics.median(ratios):8.2f} x    "
         f"of totals {sum(decide_us) / sum(parse_us):5.2f} x   (goal <= 3x)"
     )
+    visit_ratio = statistics.median(d / v for d, v in zip(decide_us, visit_us, strict=True))
+    print(f"  ratio decision/(parse+visit) median {visit_ratio:5.2f} x")
     print("  slowest relative to their parse:")
     for ratio, command in worst:
         print(f"    {ratio:6.2f} x  {command}")
