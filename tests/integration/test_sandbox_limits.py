@@ -15,6 +15,7 @@ import pytest
 
 from tether.core.sandbox import STRENGTH_ORDER, RunRequest, make_runner, probe_backend
 from tether.core.sandbox.base import Runner
+from tether.errors import SandboxUnavailable
 
 
 @pytest.fixture(params=STRENGTH_ORDER)
@@ -53,6 +54,20 @@ def test_simple_argv_and_exit_codes(runner: Runner, tmp_path: Path) -> None:
     assert (fail.stdout, fail.stderr, fail.exit_code) == ("out\n", "err\n", 3)
     killed = runner.run(_req(tmp_path, "kill -9 $$"))
     assert killed.exit_code == 137
+
+
+def test_missing_program_is_the_commands_failure(runner: Runner, tmp_path: Path) -> None:
+    """Exit 127 like a shell, not a "sandbox unavailable" error."""
+    result = runner.run(RunRequest(("no-such-program-x", "a"), None, tmp_path, tmp_path, 30, 1000))
+    assert result.exit_code == 127
+    assert "no-such-program-x" in result.stderr
+
+
+def test_output_that_looks_like_a_wrapper_error_is_just_output(runner: Runner, tmp_path: Path) -> None:
+    for text in ("Error: x", "bwrap: x", "Error disable file: fs.c:151 x"):
+        result = runner.run(_req(tmp_path, f"echo '{text}' >&2; exit 1"))
+        assert result.exit_code == 1
+        assert result.stderr == f"{text}\n"
 
 
 def test_timeout_kills_grandchildren_and_keeps_partial_output(runner: Runner, tmp_path: Path) -> None:
@@ -134,3 +149,13 @@ def test_environment_is_allowlisted(runner: Runner, tmp_path: Path, monkeypatch:
     assert "secret" not in result.stdout
     assert "MY_SETTING=visible" in result.stdout
     assert "GIT_CONFIG_GLOBAL=/dev/null" in result.stdout
+
+
+def test_a_bwrap_setup_failure_is_unavailable_not_a_command_failure(tmp_path: Path) -> None:
+    """bwrap cannot chdir into a missing directory: nothing ran, and the caller is told so."""
+    if not probe_backend("bubblewrap").available:
+        pytest.skip(f"bubblewrap cannot run here: {probe_backend('bubblewrap').reason}")
+    runner = make_runner("bubblewrap")
+    request = RunRequest(("true",), None, tmp_path / "missing", tmp_path, 30, 1000)
+    with pytest.raises(SandboxUnavailable, match="could not set up the sandbox"):
+        runner.run(request)

@@ -129,6 +129,9 @@ def main() -> None:
         os._exit(125)  # Tether died before we could arm the death signal
     check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(CHILD_SUBREAPER)")
     confine(spec)
+    # Confinement is in place: tell Tether, so a later failure is the command's, not the sandbox's.
+    os.write(spec["started_fd"], b"x")
+    os.close(spec["started_fd"])
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     pid = os.fork()

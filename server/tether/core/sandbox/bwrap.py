@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import add_git_config, sandbox_env
-from tether.core.sandbox.process import Spawn, run_spawn
+from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
 from tether.core.sandbox.profile import (
     ensure_confinable,
     is_within,
@@ -71,7 +71,11 @@ GIT_EXCLUDES_IN_SANDBOX = "/run/tether/git-excludes"
 
 
 def bwrap_args(
-    request: RunRequest, protected: tuple[Path, ...], binary: str, git_excludes: Path | None = None
+    request: RunRequest,
+    protected: tuple[Path, ...],
+    binary: str,
+    git_excludes: Path | None = None,
+    marker: StartMarker | None = None,
 ) -> list[str]:
     """The full bwrap command line for `request` (protected paths must exist, see profile.py)."""
     ws = str(request.workspace)
@@ -114,7 +118,8 @@ def bwrap_args(
         else:
             args += ["--ro-bind", "/dev/null", str(path)]
     args += ["--chdir", str(request.cwd), "--"]
-    args += list(request.command_argv())
+    command = list(request.command_argv())
+    args += marker.shell_prefix(command) if marker is not None else command
     return args
 
 
@@ -143,9 +148,12 @@ class BubblewrapRunner(Runner):
                 excludes = Path(scratch) / "git-excludes"
                 excludes.write_text("".join(f"{p}\n" for p in patterns), encoding="utf-8")
                 add_git_config(env, "core.excludesFile", GIT_EXCLUDES_IN_SANDBOX)
-            args = bwrap_args(request, pinned.paths, self.binary, excludes)
-            spawn = Spawn(argv=args, env=env, cwd=Path(os.sep), backend=self.name)
+            marker = stack.enter_context(StartMarker())
+            args = bwrap_args(request, pinned.paths, self.binary, excludes, marker)
+            spawn = Spawn(argv=args, env=env, cwd=Path(os.sep), backend=self.name, marker=marker)
             result = run_spawn(spawn, request, cancel)
-        if result.exit_code == 1 and not result.stdout and result.stderr.startswith("bwrap: "):
-            raise SandboxUnavailable(f"bubblewrap could not set up the sandbox: {result.stderr.strip()}")
+            if not marker.started() and not (result.timed_out or result.cancelled):
+                raise SandboxUnavailable(
+                    f"bubblewrap could not set up the sandbox: {result.stderr.strip()[:500]}"
+                )
         return result

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import sandbox_env
-from tether.core.sandbox.process import Spawn, run_spawn
+from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
 from tether.core.sandbox.profile import ensure_confinable, is_within, masked_paths, pinned_protected
 from tether.errors import SandboxUnavailable
 
@@ -48,7 +48,9 @@ def _path_arg(path: Path) -> str:
     return text
 
 
-def firejail_args(request: RunRequest, protected: tuple[Path, ...], binary: str) -> list[str]:
+def firejail_args(
+    request: RunRequest, protected: tuple[Path, ...], binary: str, marker: StartMarker | None = None
+) -> list[str]:
     ws = _path_arg(request.workspace)
     args = [
         binary,
@@ -78,8 +80,11 @@ def firejail_args(request: RunRequest, protected: tuple[Path, ...], binary: str)
     except OSError:
         entries = []
     args += [f"--blacklist=/run/{e}" for e in entries if e != "firejail" and "," not in e]
+    if marker is not None:
+        args.append(f"--keep-fd={marker.write_fd}")  # firejail closes inherited descriptors otherwise
     args.append("--")
-    args += list(request.command_argv())
+    command = list(request.command_argv())
+    args += marker.shell_prefix(command) if marker is not None else command
     return args
 
 
@@ -112,10 +117,19 @@ class FirejailRunner(Runner):
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
         ensure_confinable(request.workspace, request.cwd)
         env = sandbox_env(request.env_passthrough, workspace=request.workspace)
-        with pinned_protected(request.workspace, request.protected) as pinned:
-            args = firejail_args(request, pinned.paths, self.binary)
-            spawn = Spawn(argv=args, env=env, cwd=request.cwd, backend=self.name, stop_tree=_stop_firejail)
+        with pinned_protected(request.workspace, request.protected) as pinned, StartMarker() as marker:
+            args = firejail_args(request, pinned.paths, self.binary, marker)
+            spawn = Spawn(
+                argv=args,
+                env=env,
+                cwd=request.cwd,
+                backend=self.name,
+                stop_tree=_stop_firejail,
+                marker=marker,
+            )
             result = run_spawn(spawn, request, cancel)
-        if result.exit_code == 1 and not result.stdout and result.stderr.startswith("Error"):
-            raise SandboxUnavailable(f"firejail could not set up the sandbox: {result.stderr.strip()}")
+            if not marker.started() and not (result.timed_out or result.cancelled):
+                raise SandboxUnavailable(
+                    f"firejail could not set up the sandbox: {result.stderr.strip()[:500]}"
+                )
         return result

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import sandbox_env
-from tether.core.sandbox.process import Spawn, run_spawn
+from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
 from tether.core.sandbox.profile import ensure_confinable, is_within, masked_paths
 from tether.errors import SandboxUnavailable
 
@@ -161,21 +161,26 @@ class LandlockRunner(Runner):
             }
             fd = os.memfd_create("tether-landlock-spec", 0)  # inheritable only via pass_fds
             try:
-                os.write(fd, json.dumps(spec).encode())
-                os.lseek(fd, 0, os.SEEK_SET)
-                spawn = Spawn(
-                    argv=[sys.executable, "-I", "-S", str(HELPER), str(fd)],
-                    env=env,
-                    cwd=request.cwd,
-                    backend=self.name,
-                    pass_fds=(fd,),
-                    stop_tree=_stop_helper,
-                )
-                result = run_spawn(spawn, request, cancel)
+                with StartMarker() as marker:
+                    spec["started_fd"] = marker.write_fd
+                    os.write(fd, json.dumps(spec).encode())
+                    os.lseek(fd, 0, os.SEEK_SET)
+                    spawn = Spawn(
+                        argv=[sys.executable, "-I", "-S", str(HELPER), str(fd)],
+                        env=env,
+                        cwd=request.cwd,
+                        backend=self.name,
+                        pass_fds=(fd,),
+                        stop_tree=_stop_helper,
+                        marker=marker,
+                    )
+                    result = run_spawn(spawn, request, cancel)
+                    if not marker.started() and not (result.timed_out or result.cancelled):
+                        raise SandboxUnavailable(
+                            f"landlock could not confine the command: {result.stderr.strip()[:500]}"
+                        )
             finally:
                 os.close(fd)
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
-        if result.exit_code == 125 and "tether-landlock:" in result.stderr:
-            raise SandboxUnavailable(f"landlock could not confine the command: {result.stderr.strip()}")
         return result

@@ -24,5 +24,6 @@ class NoSandboxRunner(Runner):
             cwd=request.cwd,
             backend=self.name,
             warning=NO_ISOLATION_WARNING,
+            direct=True,
         )
         return run_spawn(spawn, request, cancel)

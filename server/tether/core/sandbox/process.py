@@ -42,6 +42,11 @@ class Spawn:
     pass_fds: tuple[int, ...] = ()
     # Called with the wrapper's pid when the run must end early (timeout/cancel), before SIGKILL.
     stop_tree: Callable[[int], None] | None = None
+    # True when argv[0] is the user's command itself (no wrapper): a missing program is then the
+    # command's failure (exit 127, like a shell), not an unavailable sandbox.
+    direct: bool = False
+    # Its write end is passed to the child and closed in the parent once the child started.
+    marker: StartMarker | None = None
 
 
 def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None) -> RunResult:
@@ -56,12 +61,20 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
             cwd=str(spawn.cwd),
             start_new_session=True,  # own process group: the timeout can kill the whole tree
             close_fds=True,
-            pass_fds=spawn.pass_fds,
+            pass_fds=spawn.pass_fds + ((spawn.marker.write_fd,) if spawn.marker is not None else ()),
             preexec_fn=spawn.preexec_fn,  # noqa: PLW1509 - backends pass async-signal-safe hooks only
         )
     except OSError as exc:
+        if spawn.direct and isinstance(exc, FileNotFoundError | PermissionError | NotADirectoryError):
+            return not_started(
+                spawn,
+                f"{spawn.argv[0]}: {exc.strerror}\n",
+                127 if isinstance(exc, FileNotFoundError) else 126,
+            )
         raise SandboxUnavailable(f"{spawn.backend}: cannot start {spawn.argv[0]!r}: {exc.strerror}") from exc
 
+    if spawn.marker is not None:
+        spawn.marker.close_write()  # only the sandbox keeps a write end now
     # The cap applies to each stream, so stderr noise cannot push the stdout result out.
     cap = max(0, request.max_output_bytes)
     out, err = BoundedCapture(cap), BoundedCapture(cap)
@@ -135,6 +148,65 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
         cancelled=cancelled,
         stdout_bytes=out.total,
         stderr_bytes=err.total,
+    )
+
+
+class StartMarker:
+    """Tells a sandbox set-up failure from the command's own failure, unspoofably.
+
+    The sandbox writes one byte to this pipe once confinement is in place and right before it
+    execs the command, so a command cannot fake "the sandbox failed" by printing a wrapper-like
+    error: either the byte arrived (whatever happened next is the command's) or it did not.
+    """
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+
+    def shell_prefix(self, argv: Sequence[str]) -> list[str]:
+        """`argv` run by a bash that first writes the marker and closes its descriptor."""
+        fd = self.write_fd
+        script = f'printf x >&{fd} && exec {fd}>&- && exec "$@"'
+        return ["/bin/bash", "--noprofile", "--norc", "-c", script, "tether-sandbox", *argv]
+
+    def started(self) -> bool:
+        try:
+            return os.read(self.read_fd, 1) == b"x"
+        except BlockingIOError:
+            return False
+
+    def close_write(self) -> None:
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+
+    def close(self) -> None:
+        self.close_write()
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
+
+    def __enter__(self) -> StartMarker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def not_started(spawn: Spawn, stderr: str, exit_code: int) -> RunResult:
+    """The result of a command that could not be executed (not found / not executable)."""
+    return RunResult(
+        stdout="",
+        stderr=stderr,
+        exit_code=exit_code,
+        duration_ms=0,
+        timed_out=False,
+        stdout_truncated=False,
+        stderr_truncated=False,
+        binary_output=False,
+        backend=spawn.backend,
+        warning=spawn.warning,
+        stderr_bytes=len(stderr.encode()),
     )
 
 
