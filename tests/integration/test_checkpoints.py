@@ -528,3 +528,17 @@ def test_users_global_excludes_file_is_respected(tmp_path: Path, monkeypatch: py
     plan, _ = store.rollback(steps=1)
     assert plan.deleted == ()
     assert (repo / ".idea" / "workspace.xml").exists()
+
+
+def test_a_symlinked_tether_dir_does_not_redirect_rollback_writes(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    os.symlink(outside, repo / ".tether")
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (repo / "a.txt").write_text("b\n")
+    store.rollback(steps=1)
+    assert (repo / "a.txt").read_text() == "a\n"
+    assert list(outside.iterdir()) == []
+    assert not any(p.name.startswith(".tether-rollback") for p in repo.iterdir())

@@ -163,3 +163,22 @@ def test_concurrent_writers_never_interleave_and_keep_the_chain(tmp_path: Path) 
         json.loads(line)
     assert len(log.read()) == 120
     assert log.verify().ok
+
+
+def test_symlinked_state_dir_or_log_is_not_written_through(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".tether").symlink_to(elsewhere)
+    warning = AuditLog(ws).append(entry())
+    assert warning is not None
+    assert "symlink" in warning
+    assert list(elsewhere.iterdir()) == []
+    ws2 = tmp_path / "ws2"
+    (ws2 / ".tether").mkdir(parents=True)
+    target = tmp_path / "victim.txt"
+    target.write_text("keep\n")
+    (ws2 / ".tether" / "tool_log.jsonl").symlink_to(target)
+    assert AuditLog(ws2).append(entry()) is not None
+    assert target.read_text() == "keep\n"

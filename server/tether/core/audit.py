@@ -106,6 +106,9 @@ def state_dir(workspace: Path) -> Path:
     """`.tether/` in the workspace, created, and kept out of git via `.git/info/exclude`."""
     path = Path(workspace) / ".tether"
     path.mkdir(exist_ok=True)
+    if path.is_symlink() or not path.is_dir():
+        # a repository could ship `.tether` as a symlink so that our writes land elsewhere
+        raise OSError(f"{path} is not a real directory (symlink?); refusing to write through it")
     _exclude_from_git(Path(workspace))
     return path
 
@@ -179,7 +182,7 @@ class AuditLog:
         try:
             state_dir(self.workspace)
             clean = redact({k: v for k, v in entry.items() if k != "prev_sha256"})
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 last, ends_nl = _last_line(fd)

@@ -151,11 +151,7 @@ def _umask() -> int:
 
 def apply_ops(git: Git, workspace: Path, ops: Ops) -> None:
     """Delete, then write; each write is temp file + rename in `.tether/tmp`."""
-    tmp_dir = workspace / ".tether" / "tmp"
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    for leftover in tmp_dir.iterdir():
-        with contextlib.suppress(OSError):
-            leftover.unlink()
+    tmp_dir = _private_tmp(workspace)
     touched_dirs: set[Path] = set()
     for c in sorted(ops.deleted, key=lambda c: c.path.count("/"), reverse=True):
         path = workspace / c.path
@@ -181,7 +177,9 @@ def apply_ops(git: Git, workspace: Path, ops: Ops) -> None:
             _write_one(blobs, workspace, tmp_dir, c, n=n, mask=mask)
 
 
-def _write_one(blobs: BlobReader, workspace: Path, tmp_dir: Path, c: Change, *, n: int, mask: int) -> None:
+def _write_one(
+    blobs: BlobReader, workspace: Path, tmp_dir: Path | None, c: Change, *, n: int, mask: int
+) -> None:
     path = workspace / c.path
     data = blobs.read(c.new_sha)
     try:
@@ -207,11 +205,30 @@ def _write_one(blobs: BlobReader, workspace: Path, tmp_dir: Path, c: Change, *, 
         raise CheckpointError(f"rollback could not write {c.path}: {exc.strerror or exc}") from exc
 
 
-def _tmp_for(tmp_dir: Path, dest_dir: Path, n: int) -> Path:
+def _private_tmp(workspace: Path) -> Path | None:
+    """`.tether/tmp`, emptied, when `.tether` and `tmp` are real directories (a repository could
+    ship `.tether` as a symlink to elsewhere: then temp files go beside their destination)."""
+    tmp_dir = workspace / ".tether" / "tmp"
+    for path in (tmp_dir.parent, tmp_dir):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return None
+    for leftover in tmp_dir.iterdir():
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+    return tmp_dir
+
+
+def _tmp_for(tmp_dir: Path | None, dest_dir: Path, n: int) -> Path:
     """A temp path on the destination's filesystem (rename must not cross devices)."""
     name = f"rollback-{os.getpid()}-{n}.tmp"
     try:
-        if os.stat(tmp_dir).st_dev == os.stat(dest_dir).st_dev:
+        if tmp_dir is not None and os.stat(tmp_dir).st_dev == os.stat(dest_dir).st_dev:
             return tmp_dir / name
     except OSError:
         pass
