@@ -542,3 +542,20 @@ def test_a_symlinked_tether_dir_does_not_redirect_rollback_writes(tmp_path: Path
     assert (repo / "a.txt").read_text() == "a\n"
     assert list(outside.iterdir()) == []
     assert not any(p.name.startswith(".tether-rollback") for p in repo.iterdir())
+
+
+def test_nested_repos_config_never_runs(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    nested = init_repo(repo / "nested", {"n.txt": "n\n"})
+    marker = tmp_path / "ran"
+    git(nested, "config", "core.fsmonitor", f"touch {marker}; true")
+    git(nested, "config", "filter.evil.clean", f"touch {marker}; cat")
+    (nested / ".gitattributes").write_text("* filter=evil\n")
+    (nested / "n.txt").write_text("dirty\n")
+    store = Checkpoints(repo, CheckpointSettings())
+    cp = store.create("t")
+    (nested / "n.txt").write_text("dirtier\n")
+    store.files_changed_since(cp)
+    store.rollback(steps=1)
+    assert not marker.exists()
+    assert (nested / "n.txt").read_text() == "dirtier\n"
