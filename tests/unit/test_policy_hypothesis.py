@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tether.core.policy import PolicySettings, decide, decide_argv
+from tether.core.policy import PolicySettings, check_path, decide, decide_argv
 from tether.core.policy.parse import parse
 
 SETTINGS = PolicySettings()
@@ -86,3 +86,17 @@ def test_allowed_echo_argv_matches_bash(tmp_path: Path, text: str) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert list(decision.segments[0].argv[1:]) == out.stdout.decode().split("\0")[:-1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300), st.booleans())
+def test_check_path_never_raises(raw: str, write: bool) -> None:
+    result = check_path(raw, WS, write=write, settings=SETTINGS)
+    assert result.ok is (result.path is not None)
+    if result.ok:
+        assert result.path is not None
+        assert result.path.is_relative_to(WS)
+
+
+def test_check_path_survives_an_overlong_name() -> None:
+    assert check_path("a" * 5000 + "/b", WS, write=True, settings=SETTINGS).ok
