@@ -318,3 +318,11 @@ def test_glob_matching_too_many_files_is_denied(tmp_path: Path) -> None:
         (tmp_path / f"f{i}.txt").write_text("")
     assert decide("ls f1*.txt", "read", tmp_path, SETTINGS).allowed
     assert decide("ls *.txt", "read", tmp_path, SETTINGS).rule == "path.glob_too_many"
+
+
+def test_user_allowed_commands_cannot_reach_outside_through_symlinks(tree: dict[str, Path]) -> None:
+    settings = PolicySettings(extra_allowed=("rm",))
+    ws = tree["ws"]
+    assert decide("rm -f build.o", "command", ws, settings).allowed
+    for command in ("rm link_out/secret.txt", "rm secret_link/", "rm --x=link_out/secret.txt", "rm ../x"):
+        assert decide(command, "command", ws, settings).rule == "path.outside_workspace", command

@@ -317,16 +317,18 @@ def _path_suggestion(rule: str) -> str:
 
 
 def _generic_paths(args: Sequence[str], workspace: Path, settings: PolicySettings, base: str) -> None:
-    """For user-allowed prefixes we know no schema: any absolute, `~` or `..` path must stay inside."""
+    """For user-allowed prefixes we know no schema, so every operand and every `--opt=value` is
+    treated as a possible path: it must not resolve outside the workspace (through `..`, `~`, an
+    absolute path or a symlink). Names that do not exist resolve inside and pass."""
     for arg in args:
-        for candidate in (arg, arg.partition("=")[2]):
-            if not candidate:
-                continue
-            parts = candidate.split("/")
-            if candidate.startswith(("/", "~")) or ".." in parts:
-                result = check_path(_at(base, candidate), workspace, write=False, settings=settings)
-                if not result.ok:
-                    raise Deny(result.rule, result.reason, _path_suggestion(result.rule))
+        candidate = arg.partition("=")[2] if arg.startswith("-") else arg
+        if not candidate or candidate == "-":
+            continue
+        real, rule, reason = resolve_checked(
+            _at(base, candidate), str(workspace), write=False, settings=settings
+        )
+        if real is None and rule in ("path.outside_workspace", "path.tilde"):
+            raise Deny(rule, reason, _path_suggestion(rule))
 
 
 _DEV_NULL = "/dev/null"
