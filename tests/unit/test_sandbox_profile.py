@@ -204,3 +204,10 @@ def test_workspaces_that_cannot_be_confined(tmp_path: Path, monkeypatch: pytest.
     assert check_workspace(home / "project", home / "project") is None
     with pytest.raises(SandboxError, match="refusing to run"):
         ensure_confinable(home, home)
+
+
+def test_unpinnable_protected_path_refuses(tmp_path: Path) -> None:
+    too_long = tmp_path / ("x" * 300)  # ENAMETOOLONG, whoever we are (root ignores permissions)
+    with pytest.raises(SandboxError, match="cannot pin"), pinned_protected(tmp_path, (too_long,)):
+        pass
+    assert list(tmp_path.iterdir()) == []

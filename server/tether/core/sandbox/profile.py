@@ -140,8 +140,14 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
             target = _anchor(workspace, raw)
             if target is None:
                 continue
-            if _acquire_placeholder(target):
-                made.append(target)
+            try:
+                if _acquire_placeholder(target):
+                    made.append(target)
+            except OSError as exc:
+                # Without the placeholder the path could be created: refuse rather than run.
+                raise SandboxError(
+                    f"refusing to run: cannot pin the protected path {target}: {exc.strerror}"
+                ) from exc
             if target not in paths:
                 paths.append(target)
         yield Pinned(tuple(paths), tuple(made))
@@ -192,7 +198,10 @@ def _acquire_placeholder(path: Path) -> bool:
             del _placeholders[path]
         if st is not None:
             return False
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+        except FileExistsError:
+            return False  # appeared meanwhile (another process): it exists, bind it as it is
         try:
             st = os.fstat(fd)
         finally:
