@@ -421,11 +421,15 @@ def test_slow():
 """
 
 
-def test_cancel_while_a_command_runs_kills_it_and_answers_the_model(workspace: Path) -> None:
+def test_cancel_while_a_command_runs_kills_it_and_answers_the_model(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the sandbox passes PATH through: put this interpreter's pytest on it
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     (workspace / "test_slow.py").write_text(SLOW_TEST)
     gate = _gate(workspace, "read,command")
     _needs_bash(gate)
-    command = "python3 -m pytest -q test_slow.py"
+    command = "pytest -q test_slow.py"
     script = parse_script(
         [
             {
@@ -476,6 +480,8 @@ def test_ctrl_c_in_the_terminal_cancels_the_turn(workspace: Path) -> None:
                 "ask",
                 "--workspace",
                 str(workspace),
+                "--permissions",
+                "read",
                 "--conversation",
                 "c-sigint",
                 "--model",

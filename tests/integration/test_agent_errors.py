@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import os
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -236,10 +238,14 @@ def test_probe():
 def test_the_key_is_not_in_a_commands_environment(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent's own key, taken from the environment, is not passed to the commands it runs."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # overridden by the settings below
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    # the sandbox passes PATH through: put this interpreter's pytest on it
+    monkeypatch.setenv(
+        "PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )  # overridden by the settings below
     (workspace / "test_env_probe.py").write_text(PROBE)
     gate = Gate(workspace, parse_permissions("read,command"), config=EffectiveConfig())
-    probe = gate.call("bash_command", {"command": "python3 -m pytest -q -s test_env_probe.py"}, source="cli")
+    probe = gate.call("bash_command", {"command": "pytest -q -s test_env_probe.py"}, source="cli")
     if not probe.ok and "sandbox" in probe.text.lower() and "LEAKED" not in probe.text:
         pytest.skip(f"no sandbox here: {probe.text[:200]}")
     steps = [
@@ -248,7 +254,7 @@ def test_the_key_is_not_in_a_commands_environment(workspace: Path, monkeypatch: 
                 {
                     "tool_use": {
                         "name": "bash_command",
-                        "input": {"command": "python3 -m pytest -q -s test_env_probe.py"},
+                        "input": {"command": "pytest -q -s test_env_probe.py"},
                     }
                 }
             ]
