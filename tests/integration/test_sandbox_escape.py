@@ -278,10 +278,23 @@ def test_masked_home_files_cannot_be_read(sbx: Runner) -> None:
 
 
 def test_secrets_in_environment_are_not_passed(sbx: Runner) -> None:
-    proc = sbx.run("env; cat /proc/$PPID/environ 2>/dev/null | tr '\\0' '\\n'; exit 0")
+    # Also walk up the process tree: the Tether process that started the sandbox holds the keys.
+    proc = sbx.run(
+        "env; p=$$; for i in 1 2 3 4 5; do p=$(cut -d' ' -f4 /proc/$p/stat 2>/dev/null) || break; "
+        "[ -n \"$p\" ] && [ \"$p\" != 0 ] || break; tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null; done; "
+        "for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $e 2>/dev/null; done; exit 0"
+    )
     assert proc.returncode == 0
     assert sbx.secret not in proc.stdout
     assert "GIT_CONFIG_NOSYSTEM=1" in proc.stdout
+
+
+def test_no_capabilities_inside(sbx: Runner) -> None:
+    """As root, a capability is an escape on its own (init_module, sysctls, mount)."""
+    proc = sbx.run("grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status")
+    values = [line.split()[1] for line in proc.stdout.splitlines()]
+    assert len(values) == 4
+    assert set(values) == {"0000000000000000"}, proc.stdout
 
 
 def test_tcp_to_loopback_port_fails(sbx: Runner) -> None:

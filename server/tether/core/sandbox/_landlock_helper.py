@@ -11,6 +11,7 @@ Spec (JSON on FD): {"abi", "handled_fs", "handled_net", "scoped", "file_mask",
 
 import contextlib
 import ctypes
+import errno
 import json
 import os
 import signal
@@ -19,6 +20,8 @@ from typing import Any, NoReturn
 
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
 RULE_PATH_BENEATH = 1
 
 
@@ -80,10 +83,38 @@ def confine(spec: dict[str, Any]) -> None:
         finally:
             os.close(fd)
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    drop_capabilities()
     check(
         libc.syscall(SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)), "landlock_restrict_self"
     )
     os.close(ruleset)
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_capabilities() -> None:
+    """Landlock does not stop a root process from loading a kernel module or changing sysctls.
+
+    So, as bwrap and firejail do, every capability goes: bounding set, ambient set, then the
+    effective/permitted/inheritable sets (with NO_NEW_PRIVS, nothing can bring them back).
+    """
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 and ctypes.get_errno() == errno.EINVAL:
+            break  # past the kernel's last capability
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (CapData * 2)()
+    check(libc.capset(ctypes.byref(header), data), "capset")
 
 
 def children() -> set[int]:

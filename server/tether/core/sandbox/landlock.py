@@ -117,6 +117,24 @@ def _carve(
         _carve(Path(entry.path), grant, ancestor_grant, closed, rules)
 
 
+_PR_SET_DUMPABLE = 4
+
+
+def make_self_undumpable() -> None:
+    """Keep /proc/<tether>/environ (API keys) and /proc/<tether>/fd from sandboxed commands.
+
+    Landlock has no PID namespace, and on the kernels we tested its ptrace scoping does not stop a
+    same-user process from reading another's /proc/<pid>/environ. A non-dumpable process's /proc
+    files need CAP_SYS_PTRACE, which the helper drops. Side effect: no core dumps of Tether, and
+    debuggers need that capability to attach.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)  # idempotent and cheap: done before every run
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise SandboxUnavailable(
+            f"landlock: cannot protect Tether's own /proc entries: {os.strerror(ctypes.get_errno())}"
+        )
+
+
 def _stop_helper(pid: int) -> None:
     """SIGTERM: the helper kills every descendant (it is their subreaper), then exits."""
     try:
@@ -144,6 +162,7 @@ class LandlockRunner(Runner):
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
         ensure_confinable(request.workspace, request.cwd)
+        make_self_undumpable()
         tmpdir = Path(tempfile.mkdtemp(prefix="tether-sandbox-"))
         try:
             env = sandbox_env(request.env_passthrough, workspace=request.workspace)
