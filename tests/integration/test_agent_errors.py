@@ -272,3 +272,37 @@ def test_the_key_is_not_in_a_commands_environment(workspace: Path, monkeypatch: 
     assert result.ended_normally
     assert "LEAKED: []" in result.tool_calls[0].outcome.content
     assert SECRET not in (workspace / ".tether" / "tool_log.jsonl").read_text()
+
+
+def test_cli_rides_out_the_resilience_script(workspace: Path) -> None:
+    from tether.agent.fakeapi import load_script
+
+    script = load_script(Path(__file__).parent.parent / "fixtures" / "scripts" / "resilience.yaml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["XDG_CONFIG_HOME"] = str(workspace.parent / "xdg")
+    with FakeAnthropicServer(script) as api:
+        env["ANTHROPIC_BASE_URL"] = api.url
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tether",
+                "ask",
+                "--workspace",
+                str(workspace),
+                "--permissions",
+                "read",
+                "hi",
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=100,
+        )
+        assert api.steps_left == 0
+    assert proc.returncode == 0, proc.stderr
+    assert "rate limited (HTTP 429); retrying in 0.2s" in proc.stdout
+    assert "API overloaded (HTTP 529)" in proc.stdout
+    assert "connection dropped mid-response" in proc.stdout
+    assert proc.stdout.count("Got through in the end: the answer arrives once, complete.") == 1
