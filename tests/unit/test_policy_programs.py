@@ -280,6 +280,11 @@ ROWS: list[tuple[str, str, str]] = [
     ("go build --toolexec=sh ./...", "command", "flag.denied"),
     ("go test -exec sh ./...", "command", "flag.denied"),
     ("go run -exec sh .", "command", "flag.denied"),
+    ("go test ./... -exec sh", "command", "flag.denied"),  # go test reads flags after packages
+    ("go test ./... -run TestX -v", "command", OK),
+    ("go vet ./... -vettool=sh", "command", "flag.denied"),
+    ("go build ./... -toolexec=sh", "command", "flag.denied"),
+    ("go run . -exec anything", "command", OK),  # after the package: the program's own arguments
     ("go vet -vettool=sh ./...", "command", "flag.denied"),
     ("go build -ldflags '-s -w' .", "command", OK),
     ("go build -ldflags '-extld=sh' .", "command", "go.ldflags"),

@@ -105,16 +105,27 @@ def _ldflags(value: str) -> None:
 
 
 def _go_flags(
-    args: Sequence[str], bools: frozenset[str], valued: Mapping[str, Kind], what: str, parsed: Parsed
+    args: Sequence[str],
+    bools: frozenset[str],
+    valued: Mapping[str, Kind],
+    what: str,
+    parsed: Parsed,
+    *,
+    interleaved: bool = True,
 ) -> list[str]:
-    """Go's flag package: `-name`, `--name`, `-name=value`, `-name value`; no clustering."""
+    """Go's flag syntax: `-name`, `--name`, `-name=value`, `-name value`; no clustering.
+
+    `go test` and `go vet` also read flags *after* the package list (`go test ./... -exec x`), so
+    by default every `-…` word is parsed as a flag wherever it stands; only `go run` stops at its
+    first operand (the rest are the program's own arguments).
+    """
     operands: list[str] = []
     i = 0
     sp = spec(what)
     while i < len(args):
         arg = args[i]
         i += 1
-        if operands or not arg.startswith("-") or arg == "-":
+        if (operands and not interleaved) or not arg.startswith("-") or arg == "-":
             operands.append(arg)
             continue
         if arg in ("--", "-args") and what == "go test":
@@ -205,7 +216,12 @@ def _go(args: Sequence[str], mode: Mode) -> Parsed:
         )
         extra_val: dict[str, Kind] = {"f": "text", "reuse": "path"} if sub == "list" else {}
         ops = _go_flags(
-            rest, _GO_BUILD_BOOL | extra_bool, {**_GO_BUILD_VALUED, **extra_val}, f"go {sub}", parsed
+            rest,
+            _GO_BUILD_BOOL | extra_bool,
+            {**_GO_BUILD_VALUED, **extra_val},
+            f"go {sub}",
+            parsed,
+            interleaved=sub != "run",
         )
         if sub == "run":  # go run [flags] package|files... [program arguments]
             files = [op for op in ops if op.endswith(".go")]
