@@ -80,22 +80,32 @@ def capabilities(name: str, *, annotations: bool = True) -> types.ClientCapabili
     return caps
 
 
-def _offset(text: str, pos: types.Position) -> int:
-    """Offset of an LSP position (tests use ASCII/BMP text; UTF-16 = code points there)."""
-    lines = text.split("\n")
-    line = min(pos.line, len(lines) - 1)
-    offset = sum(len(x) + 1 for x in lines[:line])
-    return min(offset + min(pos.character, len(lines[line])), len(text))
-
-
 def apply_text_edits(text: str, edits: list[Any]) -> str:
-    """Apply LSP TextEdits (all relative to `text`) the way an editor does."""
-    spans = sorted(
-        ((_offset(text, e.range.start), _offset(text, e.range.end), e.new_text) for e in edits), reverse=True
-    )
+    """Apply LSP TextEdits (all relative to `text`) the way an editor does.
+
+    Positions are converted with one table of line starts; tests use ASCII/BMP text, where UTF-16
+    units and code points agree.
+    """
+    starts = [0]
+    for index, char in enumerate(text):
+        if char == "\n":
+            starts.append(index + 1)
+
+    def offset(pos: types.Position) -> int:
+        if pos.line >= len(starts):
+            return len(text)
+        line_end = starts[pos.line + 1] - 1 if pos.line + 1 < len(starts) else len(text)
+        return min(starts[pos.line] + pos.character, line_end)
+
+    spans = sorted(((offset(e.range.start), offset(e.range.end), e.new_text) for e in edits), reverse=True)
+    pieces = []
+    cursor = len(text)
     for start, end, new in spans:
-        text = text[:start] + new + text[end:]
-    return text
+        pieces.append(text[end:cursor])
+        pieces.append(new)
+        cursor = start
+    pieces.append(text[:cursor])
+    return "".join(reversed(pieces))
 
 
 class Editor:

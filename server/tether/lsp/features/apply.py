@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -43,12 +44,15 @@ class EditorApply:
         self.cancel = cancel
         self.failure: str | None = None
         self.sent = False
+        self.round_trip_ms = 0.0
+        """Time from reading the buffer to the client's answer (for logs and the benchmark)."""
 
     def __call__(self, proposal: Proposal, hunks: list[Hunk], new_content: str) -> bool:
         root = self._server.workspace_root
         if root is None:
             self.failure = "no workspace"
             return False
+        began = time.perf_counter()
         outcome = self._server.on_loop(lambda: self._send(root / proposal.path, proposal, hunks, new_content))
         if isinstance(outcome, str):
             self.failure = outcome
@@ -62,6 +66,8 @@ class EditorApply:
         except Exception as exc:  # an error response from the client
             self.failure = f"the editor answered workspace/applyEdit with an error: {exc}"
             return False
+        finally:
+            self.round_trip_ms = (time.perf_counter() - began) * 1000
         applied = bool(getattr(answer, "applied", False))
         if not applied:
             reason = getattr(answer, "failure_reason", None)

@@ -7,7 +7,9 @@ unexpected exception becomes an InternalError response and the server keeps answ
 
 # No `from __future__ import annotations`: pygls resolves the handlers' annotations at call time.
 
+import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from tether.lsp.features.progress import cancel_all, work_progress
 from tether.lsp.params import Args, one_object
 from tether.lsp.server import TetherServer
 
+log = logging.getLogger(__name__)
 Handler = Callable[[TetherServer, Args], Awaitable[dict[str, Any]]]
 COMMANDS: dict[str, Handler] = {}
 
@@ -107,7 +110,7 @@ async def run_tool(ls: TetherServer, args: Args) -> dict[str, Any]:
                 name, tool_input if tool_input is not None else {}, source="lsp", cancel=progress.cancel
             )
         )
-    answer: dict[str, Any] = {"result": result.to_json(gate.workspace)}
+    answer: dict[str, Any] = {"result": result.to_json()}  # proposal ranges: against the buffer, below
     if result.proposal is not None:
         proposal = await ls.run_blocking(_proposal_json, ls, gate.workspace, result.proposal)
         answer["result"]["proposal"] = proposal
@@ -176,8 +179,17 @@ async def accept(ls: TetherServer, args: Args) -> dict[str, Any]:
     found = await ls.run_blocking(gate.proposals.get, proposal_id)
     _check_selection(found, hunks)
     editor = EditorApply(ls, review=review)
+    began = time.perf_counter()
     result = await ls.run_blocking(lambda: gate.accept(proposal_id, hunks, apply=editor, source="lsp"))
+    accepted = time.perf_counter()
     await _refresh_previews(ls)
+    log.info(
+        "accept %s: gate %.1f ms (editor round trip %.1f ms), previews %.1f ms",
+        proposal_id,
+        (accepted - began) * 1000,
+        editor.round_trip_ms,
+        (time.perf_counter() - accepted) * 1000,
+    )
     if not result.ok:
         message = result.result.get("error", result.text)
         if editor.failure:

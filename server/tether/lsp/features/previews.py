@@ -7,6 +7,7 @@ preview follows the user's edits. Files that are not open get diagnostics comput
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Sequence
@@ -15,16 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from tether.errors import TetherError
 from tether.lsp.edits import units
 
 if TYPE_CHECKING:
-    from tether.core.proposals import Proposal
+    from tether.core.proposals import Proposal, ProposalStore
     from tether.lsp.server import TetherServer
 
 log = logging.getLogger(__name__)
 
 SOURCE = "tether"
 MAX_MESSAGE = 400
+TYPING_DELAY = 0.15
+"""Seconds of quiet typing before a buffer's previews are recomputed (one pass per burst)."""
 
 
 class Previews:
@@ -34,6 +38,8 @@ class Previews:
         self._server = server
         self.pending: dict[str, list[Proposal]] = {}
         self._published: set[str] = set()
+        self._parsed: dict[str, tuple[tuple[int, int], Proposal]] = {}  # id -> (stat key, proposal)
+        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._reload_lock = threading.Lock()
         self._reload_queued = threading.Event()
 
@@ -48,13 +54,41 @@ class Previews:
             self._reload_queued.clear()
             gate = server.gate()
             by_path: dict[str, list[Proposal]] = {}
-            for proposal in gate.proposals.list(pending_only=True):
+            for proposal in self._pending_proposals(gate.proposals):
                 by_path.setdefault(proposal.path, []).append(proposal)
             disk: dict[str, str] = {}
             for rel in by_path:
                 if server.documents.get(gate.workspace / rel) is None:
                     disk[rel] = _read_disk(gate.workspace, rel)
             server.on_loop(lambda: self._install(by_path, disk))
+
+    def _pending_proposals(self, store: ProposalStore) -> list[Proposal]:
+        """Pending proposals, re-reading only the files that changed since the last reload.
+
+        Proposal files hold whole file contents (megabytes for big files); parsing all of them on
+        every accept would grow with the history, so each parse is kept until its file changes.
+        """
+        found: dict[str, tuple[tuple[int, int], Proposal]] = {}
+        directory = store.directory
+        files = sorted(directory.glob("p-*.json")) if directory.is_dir() else []
+        for file in files:
+            try:
+                info = file.stat()
+            except OSError:
+                continue
+            key = (info.st_mtime_ns, info.st_size)
+            cached = self._parsed.get(file.stem)
+            if cached is not None and cached[0] == key:
+                found[file.stem] = cached
+                continue
+            try:
+                found[file.stem] = (key, store.get(file.stem))
+            except TetherError:
+                continue  # corrupt or unreadable: `tether.proposals` names it
+        self._parsed = found
+        pending = [p for _, p in found.values() if p.state in ("pending", "partially_accepted") and p.pending]
+        pending.sort(key=lambda p: (p.created, p.id))
+        return pending
 
     def schedule_reload(self) -> None:
         """Reload soon on a worker thread; several requests in a row coalesce into one."""
@@ -82,6 +116,9 @@ class Previews:
         live: set[str] = set()
         for rel in by_path:
             uri = self._server.documents.uri_for(root / rel) or (root / rel).as_uri()
+            timer = self._timers.pop(uri, None)
+            if timer is not None:  # published fresh right now
+                timer.cancel()
             text = self._text_of(uri, rel, disk)
             self._publish(uri, self.diagnostics(rel, text))
             live.add(uri)
@@ -101,8 +138,24 @@ class Previews:
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics)
         )
 
+    def document_changed(self, uri: str) -> None:
+        """The user typed: recompute the buffer's previews once the typing pauses (on the loop)."""
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        rel = self.relpath(uri)
+        if rel is None or rel not in self.pending:
+            return
+        loop = asyncio.get_running_loop()
+        self._timers[uri] = loop.call_later(TYPING_DELAY, self._typing_paused, uri)
+
+    def _typing_paused(self, uri: str) -> None:
+        self._timers.pop(uri, None)
+        if uri in self._server.workspace.text_documents:
+            self.refresh_document(uri)
+
     def refresh_document(self, uri: str) -> None:
-        """Recompute one open buffer's diagnostics after the user typed (on the loop)."""
+        """Recompute one open buffer's diagnostics now (on the loop)."""
         rel = self.relpath(uri)
         if rel is None or rel not in self.pending:
             return
@@ -258,7 +311,7 @@ def register(server: TetherServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TetherServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.previews.refresh_document(params.text_document.uri)
+        ls.previews.document_changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TetherServer, params: types.DidCloseTextDocumentParams) -> None:
