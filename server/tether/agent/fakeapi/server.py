@@ -217,7 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
         closing = self.fake.state.closing
         try:
             for n, (event, data) in enumerate(_events(step, message), start=1):
-                if step.kind == "drop" and n > 3:
+                if step.kind == "drop" and n > 4:
                     self._hang_up()  # mid-stream: headers and a few events, then the connection dies
                     return
                 if step.kind == "error_event" and n > 2:
