@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 
 from pygls.uris import to_fs_path
 
-from tether.core.tools.base import OpenDocument
-
 if TYPE_CHECKING:
+    from tether.core.tools.base import OpenDocument
     from tether.lsp.server import TetherServer
 
 
@@ -32,6 +31,8 @@ class WorkspaceDocuments:
 
     def snapshot(self, path: Path) -> OpenDocument | None:
         """Same as `get`, for callers already on the event loop."""
+        from tether.core.tools.base import OpenDocument
+
         uri = self.uri_for(path)
         if uri is None:
             return None

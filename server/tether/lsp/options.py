@@ -10,11 +10,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.core.config import MAX_COMMAND_TIMEOUT, SANDBOX_BACKENDS, EffectiveConfig
-from tether.core.permissions import parse_permissions
+from tether.core.permissions import format_permissions, parse_permissions
 from tether.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tether.core.config import EffectiveConfig
+
+# Kept equal to tether.core.config's values (checked by tests/unit/test_lsp_options.py): importing
+# the config module here would put TOML and the policy tables on the server's start-up path.
+MAX_COMMAND_TIMEOUT = 600
+SANDBOX_BACKENDS = ("auto", "bubblewrap", "firejail", "landlock", "none")
 
 KNOWN_KEYS = ("permissions", "sandbox", "commandTimeout", "model", "maxCost", "apiKey")
 
@@ -86,8 +93,6 @@ def _number(value: Any, low: float, high: float | None) -> float:
 
 
 def _permissions(value: Any) -> str:
-    from tether.core.permissions import format_permissions
-
     try:
         return format_permissions(parse_permissions(_string(value)))
     except ConfigError as exc:
