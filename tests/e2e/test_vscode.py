@@ -193,7 +193,8 @@ def test_e2e_restricted_mode(e2e_cache: Path, vsix: Path) -> None:
 def test_e2e_review_accept_rollback(e2e_cache: Path, vsix: Path) -> None:
     """Set Permission Mode → Check Command… → Run Command in Sandbox… → Ask Agent… (offline Messages
     API) makes a proposal → Show Proposal Diff → Accept Hunk at the cursor (checked on disk) →
-    Rollback… (checked on disk) → Show Tool Log, through the palette of a real VS Code."""
+    Rollback… (checked on disk) → Review in Refactor Preview (unticked: nothing; ticked: hunk 2 on
+    disk) → Show Tool Log (newest first, then filtered), through the palette of a real VS Code."""
     if not _server_ready():
         pytest.skip("`tether serve` is not available yet (the language server has not landed)")
     _run_e2e(e2e_cache, vsix, "full", "--agent")

@@ -119,6 +119,8 @@ async function saveArtifacts(name) {
     const shot = path.join(artifacts, `vscode-e2e-${slug}.png`);
     await page.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
     log(`screenshot: ${shot}`);
+    const html = await page.content().catch(() => "");
+    fs.writeFileSync(path.join(artifacts, `vscode-e2e-${slug}.html`), html);
   }
   // The extension's "Tether" log and the extension host log explain most failures.
   const logs = path.join(dirs.userData, "logs");
@@ -487,15 +489,37 @@ async function reviewScenario() {
     await notification(/rolled back/);
     await waitForFile(ORIGINAL, "restored to the original");
   });
+  await step("Review in Refactor Preview: changes start unchecked, only ticked ones apply", async () => {
+    // Hunk 2 is still pending after the rollback. Apply without ticking: nothing may change.
+    await runCommand("Tether: Review in Refactor Preview");
+    const panel = page.locator(".part.panel");
+    const apply = panel.locator(".monaco-button", { hasText: /^Apply$/ }).first();
+    await apply.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    await docShot("refactor-preview");
+    await apply.click();
+    await notification(/Nothing applied: no change was ticked/);
+    await waitForFile(ORIGINAL, "unchanged: nothing was ticked");
+    // Again, ticking the change this time: hunk 2 lands on disk.
+    await runCommand("Tether: Review in Refactor Preview");
+    const change = panel.locator(".monaco-list-row", { hasText: "return 0.0" }).first();
+    await change.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    await change.locator(".monaco-custom-toggle, input[type=checkbox], .codicon-check, [role=checkbox]").first().click();
+    await apply.click();
+    await notification(/applied hunk 2 of stats\.py/);
+    await waitForFile(ORIGINAL.replace("        return 0\n", "        return 0.0\n"), "the original plus hunk 2");
+  });
   await step("Show Tool Log lists the calls, newest first", async () => {
     await runCommand("Tether: Show Tool Log");
     await pickFirst("Filter"); // nothing ticked: every entry
     await page.locator(".editor-instance .view-lines", { hasText: "Tether tool log" }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
     const text = await activeEditorText();
-    // Newest first: the rollback comes before the accept, which comes before the write_file dry run.
-    const order = [/^\S+\s+rollback\s+OK/m, /^\S+\s+accept\s+OK/m, /^\S+\s+write_file\s+DRY RUN/m].map((re) => text.search(re));
-    if (order.some((i) => i < 0) || !(order[0] < order[1] && order[1] < order[2])) {
-      throw new Error(`tool log is not newest first or misses entries (${order}):\n${text}`);
+    // Every call is there, and the entries' times never increase going down (newest first).
+    for (const re of [/^\S+\s+rollback\s+OK/m, /^\S+\s+accept\s+OK/m, /^\S+\s+write_file\s+DRY RUN/m, /^\S+\s+bash_command\s+OK/m]) {
+      if (!re.test(text)) throw new Error(`tool log misses ${re}:\n${text}`);
+    }
+    const times = [...text.matchAll(/^(\d{4}-\d{2}-\d{2}T\S+)\s/gm)].map((m) => Date.parse(m[1]));
+    if (times.length < 5 || times.some((t, i) => i > 0 && t > times[i - 1])) {
+      throw new Error(`tool log is not newest first (${times.length} entries):\n${text}`);
     }
     await docShot("tool-log");
   });
@@ -507,7 +531,7 @@ async function reviewScenario() {
     await waitQuickInputClosed();
     await page.locator(".editor-instance .view-lines", { hasText: "tool write_file, outcome dry run" }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
     const text = await activeEditorText();
-    if (!/write_file\s+DRY RUN/.test(text) || /\brollback\b|\baccept\b|bash_command/.test(text)) {
+    if (!/write_file\s+DRY RUN/.test(text) || /^\S+\s+(rollback|accept|bash_command)\s/m.test(text)) {
       throw new Error(`filtered tool log shows the wrong entries:\n${text}`);
     }
     assertEvilNeverRan();

@@ -131,6 +131,28 @@ async function acceptAndSave(server: TetherServer, proposal: Proposal, hunks: nu
   return result;
 }
 
+/**
+ * After a rollback the server rewrites open buffers to the restored disk content, which leaves
+ * them marked unsaved although they equal the disk. Save exactly those (same bytes), so the editor
+ * shows the truth and the next accept's save logic sees a clean buffer. Deleted files are never
+ * saved (that would re-create them), nor is a buffer that differs from the disk.
+ */
+async function settleRestoredBuffers(paths: string[]): Promise<void> {
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+  if (!root) return;
+  for (const rel of paths) {
+    const uri = vscode.Uri.joinPath(root, rel);
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+    if (!doc?.isDirty) continue;
+    try {
+      const disk = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+      if (disk === doc.getText()) await doc.save();
+    } catch {
+      // unreadable or gone: leave the buffer for the user to decide
+    }
+  }
+}
+
 function describeAccept(result: AcceptResult): string {
   if (result.applied.length === 0) return `Tether: nothing applied from ${result.proposal.id} (${result.proposal.path}).`;
   const hunks = result.applied.length === 1 ? `hunk ${result.applied[0]}` : `hunks ${result.applied.join(", ")}`;
@@ -211,7 +233,17 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
       void vscode.window.showInformationMessage(
         "Tether: in the Refactor Preview every change starts unchecked. Tick the changes you want, then Apply.",
       );
-      const result = await acceptAndSave(server, proposal, undefined, true);
+      let result: AcceptResult;
+      try {
+        result = await acceptAndSave(server, proposal, undefined, true);
+      } catch (error) {
+        // Discard, or Apply with nothing ticked: the editor refuses the edit. That is the user's choice, not a failure.
+        if (error instanceof CommandFailed && /refused/.test(error.message)) {
+          void vscode.window.showInformationMessage("Tether: Nothing applied: no change was ticked in the Refactor Preview. The proposal is still pending.");
+          return;
+        }
+        throw error;
+      }
       void vscode.window.showInformationMessage(describeAccept(result));
     },
 
@@ -247,6 +279,7 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
       );
       if (confirm !== "Roll Back") return;
       const done = await server.request<RollbackResult>("tether.rollback", { checkpoint: picked.checkpoint.id });
+      await settleRestoredBuffers([...done.restored, ...done.created]);
       void vscode.window.showInformationMessage(`Tether: rolled back (${rollbackCounts(done)}).`);
     },
 
