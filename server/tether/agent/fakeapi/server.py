@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import select
+import signal
 import socket
 import sys
 import threading
@@ -401,6 +402,11 @@ def _sse(event: str, data: Mapping[str, Any]) -> bytes:
 def serve(script: Script, *, port: int = 0, quiet: bool = False) -> None:
     """Run in the foreground until interrupted; print the URL on stdout once listening."""
     server = FakeAnthropicServer(script, port=port, quiet=quiet)
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM (kill, make) ends it as Ctrl-C does, with the summary
+
+    signal.signal(signal.SIGTERM, stop)
     print(server.url, flush=True)
     try:
         server.serve_forever()
@@ -409,4 +415,9 @@ def serve(script: Script, *, port: int = 0, quiet: bool = False) -> None:
     finally:
         server.state.closing.set()
         server._httpd.server_close()
-        time.sleep(0)
+        failures = server.failures
+        if failures:
+            print(f"fake-api: {len(failures)} request(s) were rejected:", file=sys.stderr)
+            for failure in failures:
+                print(f"  {failure}", file=sys.stderr)
+        print(f"fake-api: {server.steps_left} step(s) of {script.name!r} left unplayed", file=sys.stderr)
