@@ -91,3 +91,13 @@ def test_non_json_values_become_redacted_strings() -> None:
             return "password=x1y2"
 
     assert redact({"v": Obj()}) == {"v": f"password={MARK}"}
+
+
+@pytest.mark.parametrize(
+    "chunk", ["x-", "token-", "password=", "bearer ", "a-b.c_", "-----BEGIN PRIVATE KEY-----", "sk-"]
+)
+def test_adversarial_large_inputs_finish(chunk: str) -> None:
+    """Tool output can be 500 KB of anything; a backtracking regex would hang here (pytest-timeout)."""
+    text = chunk * (200_000 // len(chunk))
+    out = redact_text(text + " password=hunter2")
+    assert "hunter2" not in out

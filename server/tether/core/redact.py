@@ -17,12 +17,18 @@ from typing import Any
 
 MARK = "[REDACTED]"
 
-_SECRET_NAME = (
-    r"(?:[A-Za-z0-9_.\-]*(?:secret|passw(?:or)?d|passphrase|pwd|api[_\-]?key|apikey|access[_\-]?key"
-    r"|private[_\-]?key|client[_\-]?secret|credential|auth[_\-]?token|session[_\-]?id|cookie"
-    r"|token(?!s\b|izer|ize|_count|_limit|s_)))[A-Za-z0-9_.\-]*"
+# Secret-ish words inside a variable, key or flag name. Matched on their own and the name is grown
+# around them by hand: a regex with an unbounded name prefix backtracks quadratically on long runs
+# like `x-x-x-x-...` or `token-token-...`; names are capped at 64 characters on each side.
+_KEYWORD = re.compile(
+    r"(?i)(?:secret|passw(?:or)?d|passphrase|pwd|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key"
+    r"|credential|auth[_\-]?token|session[_\-]?id|cookie|token(?!s\b|izer|ize|_count|_limit|s_))"
 )
-_KEY_RE = re.compile(rf"^{_SECRET_NAME}$", re.IGNORECASE)
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_.\-]{0,64}")
+_VALUE = r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&]+)"
+_ASSIGN = re.compile(rf"[\"']?[ \t]*[:=][ \t]*{_VALUE}")
+_FLAG_VALUE = re.compile(rf"[ \t]+{_VALUE}")
+_MAX_NAME = 64
 _NOT_SECRET_KEYS = frozenset({"max_tokens", "tokens", "input_tokens", "output_tokens", "token_count"})
 
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -46,30 +52,58 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Authorization: Bearer xxx / Basic xxx / token xxx
     (re.compile(r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9\-._~+/]{8,}=*"), rf"\1\2{MARK}"),
     # scheme://user:password@host
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*:)([^@\s/]+)(@)"), rf"\1{MARK}\3"),
-    # NAME=value, NAME: value, "NAME": "value", --NAME value is handled by the key layer of argv
-    (
-        re.compile(rf"(?i)(\b{_SECRET_NAME}[\"']?\s*(?:=|:)\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&]+)"),
-        rf"\1{MARK}",
-    ),
-    # --password value / --token value on a command line
-    (
-        re.compile(rf"(?i)(--{_SECRET_NAME}\s+)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"';&]+)"),
-        rf"\1{MARK}",
-    ),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://[^/\s:@]*:)([^@\s/]+)(@)"), rf"\1{MARK}\3"),
 )
 
 
+def _is_name_char(ch: str) -> bool:
+    return ch.isascii() and (ch.isalnum() or ch in "_.-")
+
+
+def _redact_assignments(text: str) -> str:
+    """`NAME=value`, `NAME: value`, `"NAME": "value"`, `--NAME value` where NAME looks secret."""
+    out: list[str] = []
+    pos = 0
+    search_from = 0
+    while True:
+        m = _KEYWORD.search(text, search_from)
+        if m is None:
+            break
+        name_end = _NAME_CHARS.match(text, m.end()).end()  # type: ignore[union-attr]
+        start = m.start()
+        floor = max(pos, m.start() - _MAX_NAME)
+        while start > floor and _is_name_char(text[start - 1]):
+            start -= 1
+        name = text[start:name_end]
+        value = None
+        if name.lstrip("-").lower() not in _NOT_SECRET_KEYS:
+            assign = _ASSIGN.match(text, name_end)
+            if assign is not None:
+                value = assign.span(1)
+            elif name.startswith("--"):
+                flag = _FLAG_VALUE.match(text, name_end)
+                if flag is not None:
+                    value = flag.span(1)
+        if value is None:
+            search_from = m.end()
+            continue
+        out.append(text[pos : value[0]])
+        out.append(MARK)
+        pos = search_from = value[1]
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def redact_text(text: str) -> str:
-    """Replace every secret-looking substring of text with `[REDACTED]`."""
+    """Replace every secret-looking substring of text with `[REDACTED]` (linear time)."""
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
-    return text
+    return _redact_assignments(text)
 
 
 def is_secret_key(key: str) -> bool:
     """True for mapping keys whose value should never be logged (api_key, password, ...)."""
-    return key.lower() not in _NOT_SECRET_KEYS and bool(_KEY_RE.match(key))
+    return key.lower() not in _NOT_SECRET_KEYS and _KEYWORD.search(key) is not None
 
 
 def redact(value: Any) -> Any:
