@@ -263,3 +263,26 @@ async def test_rollback_dry_run_writes_nothing(editor: Editor) -> None:
     assert plan["dryRun"] is True
     assert plan["restored"] == [APP]
     assert (editor.workspace / APP).read_text() == changed
+
+
+async def test_a_client_that_cannot_apply_edits_is_never_written_behind(tmp_path: Path) -> None:
+    caps = capabilities("visual_studio_code")
+    assert caps.workspace is not None
+    caps.workspace.apply_edit = False
+    editor = await start_editor(tmp_path, caps, "visual_studio_code", files=FILES)
+    try:
+        uri = editor.open(APP)
+        proposal = await propose(editor, ORIGINAL.replace("line 2\n", "changed 2\n"))
+        error = await editor.command_error("tether.accept", {"id": proposal["id"]})
+        assert error.code == REQUEST_FAILED
+        assert "close the file, then accept again" in error.message
+        assert editor.edits == []
+        assert (editor.workspace / APP).read_text() == ORIGINAL
+        editor.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        accepted = await editor.command("tether.accept", {"id": proposal["id"]})
+        assert accepted["appliedVia"] == "disk"
+        assert (editor.workspace / APP).read_text() == ORIGINAL.replace("line 2\n", "changed 2\n")
+    finally:
+        await stop_editor(editor)

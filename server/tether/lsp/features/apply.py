@@ -52,6 +52,14 @@ class EditorApply:
         if root is None:
             self.failure = "no workspace"
             return False
+        workspace_caps = self._server.client_capabilities.workspace
+        if workspace_caps is None or not workspace_caps.apply_edit:
+            # Writing the disk under an open (maybe modified) buffer would fork the file in two.
+            self.failure = (
+                f"this editor cannot apply edits from the server (no workspace/applyEdit support) and "
+                f"{proposal.path} is open in it: close the file, then accept again to write it on disk"
+            )
+            return False
         began = time.perf_counter()
         outcome = self._server.on_loop(lambda: self._send(root / proposal.path, proposal, hunks, new_content))
         if isinstance(outcome, str):
