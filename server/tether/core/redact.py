@@ -96,9 +96,10 @@ def _redact_assignments(text: str) -> str:
 
 def redact_text(text: str) -> str:
     """Replace every secret-looking substring of text with `[REDACTED]` (linear time)."""
+    text = _redact_assignments(text)
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
-    return _redact_assignments(text)
+    return text
 
 
 def is_secret_key(key: str) -> bool:
