@@ -20,6 +20,7 @@ import {
   shortTime,
   toolsInLog,
 } from "./format";
+import { cleanDocuments, saveAcceptedBuffer, settleRestoredBuffers } from "./buffers";
 import { logError, showLogs } from "./log";
 import type {
   AcceptResult,
@@ -62,7 +63,7 @@ async function reportFailure(title: string, error: unknown): Promise<void> {
 }
 
 async function listProposals(server: TetherServer): Promise<Proposal[]> {
-  const { proposals } = await server.request<{ proposals: Proposal[] }>("tether.proposals", {});
+  const { proposals } = await server.request<{ proposals: Proposal[] }>("tether.proposals", { pending: true });
   return proposals.filter(isOpen);
 }
 
@@ -113,50 +114,22 @@ async function chooseHunk(server: TetherServer, verb: string): Promise<{ proposa
   return picked ? { proposal, hunk: picked.hunk } : undefined;
 }
 
-/**
- * Accept hunks and, when the server applied them to an open buffer that had no unsaved changes,
- * save it: the accepted change then lands on disk exactly as it does for closed files, and the next
- * checkpoint or rollback sees it. A buffer with the user's own unsaved edits is left unsaved.
- */
+/** Accept hunks through the server; the buffer it edits is saved when it was clean (buffers.ts). */
 async function acceptAndSave(server: TetherServer, proposal: Proposal, hunks: number[] | undefined, review = false): Promise<AcceptResult> {
-  const target = vscode.Uri.parse(proposal.uri).toString();
-  const before = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target);
-  const wasDirty = before?.isDirty ?? false;
+  const clean = cleanDocuments();
   const args: Record<string, unknown> = { id: proposal.id };
   if (hunks) args.hunks = hunks;
   if (review) args.review = true;
   const result = await server.request<AcceptResult>("tether.accept", args);
-  const after = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target);
-  if (after && after.isDirty && !wasDirty) await after.save();
+  await saveAcceptedBuffer(result, clean);
   return result;
-}
-
-/**
- * After a rollback the server rewrites open buffers to the restored disk content, which leaves
- * them marked unsaved although they equal the disk. Save exactly those (same bytes), so the editor
- * shows the truth and the next accept's save logic sees a clean buffer. Deleted files are never
- * saved (that would re-create them), nor is a buffer that differs from the disk.
- */
-async function settleRestoredBuffers(paths: string[]): Promise<void> {
-  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
-  if (!root) return;
-  for (const rel of paths) {
-    const uri = vscode.Uri.joinPath(root, rel);
-    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
-    if (!doc?.isDirty) continue;
-    try {
-      const disk = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
-      if (disk === doc.getText()) await doc.save();
-    } catch {
-      // unreadable or gone: leave the buffer for the user to decide
-    }
-  }
 }
 
 function describeAccept(result: AcceptResult): string {
   if (result.applied.length === 0) return `Tether: nothing applied from ${result.proposal.id} (${result.proposal.path}).`;
   const hunks = result.applied.length === 1 ? `hunk ${result.applied[0]}` : `hunks ${result.applied.join(", ")}`;
-  return `Tether: applied ${hunks} of ${result.proposal.path}${result.checkpoint ? ` (checkpoint ${result.checkpoint})` : ""}.`;
+  const warnings = (result.warnings ?? []).map((w) => ` Warning: ${w}`).join("");
+  return `Tether: applied ${hunks} of ${result.proposal.path}${result.checkpoint ? ` (checkpoint ${result.checkpoint})` : ""}.${warnings}`;
 }
 
 export function registerCommands(deps: Deps): vscode.Disposable[] {
@@ -279,7 +252,7 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
       );
       if (confirm !== "Roll Back") return;
       const done = await server.request<RollbackResult>("tether.rollback", { checkpoint: picked.checkpoint.id });
-      await settleRestoredBuffers([...done.restored, ...done.created]);
+      await settleRestoredBuffers(done.buffersUpdated ?? [...done.restored, ...done.created], done.deleted);
       void vscode.window.showInformationMessage(`Tether: rolled back (${rollbackCounts(done)}).`);
     },
 

@@ -12,6 +12,7 @@ export const SERVER_COMMANDS = [
   "tether.runTool",
   "tether.proposals",
   "tether.proposal",
+  "tether.diff",
   "tether.accept",
   "tether.reject",
   "tether.rollback",
@@ -99,6 +100,9 @@ export interface AcceptResult {
   proposal: Proposal;
   applied: number[];
   checkpoint: string | null;
+  /** `editor`: through workspace/applyEdit into the open buffer; `disk`: written by the gate. */
+  appliedVia?: "editor" | "disk";
+  warnings?: string[];
 }
 
 export interface RejectResult {
@@ -120,6 +124,9 @@ export interface RollbackResult {
   created: string[];
   target: unknown;
   checkpoint: unknown;
+  dryRun?: boolean;
+  /** Open buffers the server replaced with the restored disk content. */
+  buffersUpdated?: string[];
 }
 
 export interface CheckCommandResult {

@@ -20,10 +20,16 @@ import {
 } from "vscode-languageclient/node";
 import { API_KEY_ENV, API_KEY_SECRET, CLIENT_ID, COMMANDS, CONFIG_SECTION, EXTENSION_NAME } from "./constants";
 import { createLog, logError, logInfo, logWarn } from "./log";
-import type { ServerCommand, StatusResult, TetherEvent } from "./protocol";
+import type { AcceptResult, ServerCommand, StatusResult, TetherEvent } from "./protocol";
 import { initializationOptions, resolveServerCommand, resolveSettings, serverEnvironment } from "./settings";
 import type { StatusItem } from "./status";
 import { which } from "./which";
+import { cleanDocuments, saveAcceptedBuffer } from "./buffers";
+
+function isAcceptResult(value: unknown): value is AcceptResult {
+  const v = value as Partial<AcceptResult> | null;
+  return typeof v === "object" && v !== null && Array.isArray(v.applied) && typeof v.proposal?.uri === "string";
+}
 
 /** Raised when a command is used while the server cannot answer; the message says what to do. */
 export class ServerUnavailable extends Error {}
@@ -121,6 +127,17 @@ export class TetherServer implements vscode.Disposable {
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: initializationOptions(resolved, this.sessionPermissions),
       initializationFailedHandler: () => false,
+      middleware: {
+        // The server's own code lenses and quick fixes run `tether.accept` directly: give them the
+        // same save-if-it-was-clean behaviour as the palette commands (buffers.ts).
+        executeCommand: async (command, args, next) => {
+          const clean = command === "tether.accept" ? cleanDocuments() : undefined;
+          const result: unknown = await next(command, args);
+          if (!clean) return result;
+          if (isAcceptResult(result)) await saveAcceptedBuffer(result, clean);
+          return result;
+        },
+      },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
         closed: () => {
