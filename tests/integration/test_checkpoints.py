@@ -559,3 +559,15 @@ def test_nested_repos_config_never_runs(tmp_path: Path) -> None:
     store.rollback(steps=1)
     assert not marker.exists()
     assert (nested / "n.txt").read_text() == "dirtier\n"
+
+
+def test_linked_worktree(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    wt = tmp_path / "wt"
+    state = user_git_state(repo)
+    roundtrip(wt, lambda ws: (ws / "a.txt").write_text("changed in worktree\n"))
+    assert (repo / ".git" / "worktrees" / "wt" / "tether" / "store").is_dir()
+    assert "/.tether/" in (repo / ".git" / "info" / "exclude").read_text()
+    assert (repo / "a.txt").read_text() == "a\n"
+    assert user_git_state(repo) == state
