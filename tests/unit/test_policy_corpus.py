@@ -195,6 +195,9 @@ BENIGN_READ: tuple[str, ...] = (
     "cat src/app.py | grep -n import",
     "ls tests; ls docs",
     "ls -la src tests docs",
+    "cd src && ls -la",
+    "cd docs; ls",
+    "cd src && grep -rn import . | head",
 )
 
 BENIGN_COMMAND: tuple[str, ...] = (
@@ -279,6 +282,10 @@ BENIGN_COMMAND: tuple[str, ...] = (
     "npm test 2>&1 | tail -40",
     "git status && pytest -q",
     "wc -l src/app.py > counts.txt",
+    "cd tests && pytest -q",
+    "cd src && go test ./...",
+    "pytest -q | tail -5 > summary.txt",
+    "go build ./... && go test ./... > test.log 2>&1",
 )
 
 # Denials we accept in the benign corpus, with the reason.

@@ -326,3 +326,33 @@ def test_user_allowed_commands_cannot_reach_outside_through_symlinks(tree: dict[
     assert decide("rm -f build.o", "command", ws, settings).allowed
     for command in ("rm link_out/secret.txt", "rm secret_link/", "rm --x=link_out/secret.txt", "rm ../x"):
         assert decide(command, "command", ws, settings).rule == "path.outside_workspace", command
+
+
+@pytest.mark.parametrize(
+    ("command", "mode", "rule"),
+    [
+        ("cd src && cat app.py", "read", "allowed"),
+        ("cd src; cat app.py", "read", "allowed"),
+        # Known conservative denial: after `cd`, the old directory stays possible, and from the
+        # workspace root `../x` is outside.
+        ("cd src && cat ../README.md", "read", "path.outside_workspace"),
+        ("cd .git && echo x > hooks/pre-commit", "command", "path.protected"),
+        ("cd gitlink && echo x > hooks/pre-commit", "command", "path.protected"),
+        ("cd link_out && cat secret.txt", "read", "path.outside_workspace"),
+        ("cd .. && ls", "read", "path.outside_workspace"),
+        ("cd src && cd .. && cd .. && ls", "read", "path.outside_workspace"),
+        ("cd src && cat ../../outside/secret.txt", "read", "path.outside_workspace"),
+        # `cd` may fail, so what follows `;` is also checked from the old directory
+        ("cd nowhere; cat secret_link", "read", "path.outside_workspace"),
+        ("cd", "read", "command.cd"),
+        ("cd -", "read", "command.cd"),
+        ("cd ~", "read", "path.outside_workspace"),
+        ("cd -P src", "read", "command.cd"),
+        ("cd s* && ls", "read", "command.cd"),
+        ("ls && echo x > .envrc", "command", "path.protected"),  # redirect binds to `echo`
+        ("ls | wc -l > .git/x", "command", "path.protected"),
+    ],
+)
+def test_cd_and_redirects_after_lists(tree: dict[str, Path], command: str, mode: str, rule: str) -> None:
+    decision = decide(command, mode, tree["ws"], SETTINGS)  # type: ignore[arg-type]
+    assert decision.rule == rule, decision.reason

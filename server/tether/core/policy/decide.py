@@ -168,12 +168,53 @@ def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings,
     segments: list[Segment] = []
     user_rule = False
     needs_shell = walked.compound
+    # Directories later segments may run in: `cd` adds one, and since a `cd` can fail (`cd x; …`
+    # goes on in the old directory) or run in a pipeline's subshell, the old ones stay possible.
+    bases = [base]
     for raw in walked.commands:
-        segment, user = _check_command(raw, mode, workspace, settings, base)
+        if raw.name == "cd":
+            segments.append(Segment(argv=("cd", *(w.value for w in raw.args))))
+            bases = _cd(raw, bases, workspace, settings)
+            needs_shell = True
+            continue
+        for where in bases:
+            segment, user = _check_command(raw, mode, workspace, settings, where)
         segments.append(segment)
         user_rule = user_rule or user
         needs_shell = needs_shell or bool(raw.redirects) or any(w.glob or w.tilde for w in raw.args)
     return _allowed(mode, tuple(segments), needs_shell=needs_shell, user_rule=user_rule, settings=settings)
+
+
+MAX_CD = 4
+
+
+def _cd(raw: RawCommand, bases: list[str], workspace: Path, settings: PolicySettings) -> list[str]:
+    """`cd DIR` (or `cd -- DIR`) to a directory inside the workspace; returns the possible bases."""
+    words = (
+        [w for w in raw.args if w.value != "--"] if raw.args and raw.args[0].value == "--" else list(raw.args)
+    )
+    if raw.redirects or len(words) != 1 or words[0].glob or words[0].value.startswith("-"):
+        raise Deny(
+            "command.cd",
+            "only `cd DIR` with one directory inside the workspace is allowed",
+            "use `cd some/dir && …` (no options, no `cd -`, no bare `cd`)",
+            program="cd",
+        )
+    if len(bases) > MAX_CD:
+        raise Deny("input.too_complex", f"more than {MAX_CD} `cd` in one command")
+    target = os.path.expanduser(words[0].value) if words[0].tilde else words[0].value
+    root = os.path.realpath(workspace)
+    new = list(bases)
+    for where in bases:
+        real, rule, reason = resolve_checked(
+            _at(where, target), str(workspace), write=False, settings=settings
+        )
+        if real is None:
+            raise Deny(rule, f"cd: {reason}", _path_suggestion(rule), program="cd")
+        rel = "" if real == root else os.path.relpath(real, root)
+        if rel not in new:
+            new.append(rel)
+    return new
 
 
 # --- one simple command ----------------------------------------------------------------------

@@ -56,6 +56,7 @@ RULES: dict[str, str] = {
     "command.name_chars": "other characters not allowed in a program name",
     "command.interpreter": "an interpreter used for anything but `-m pytest` or `--version`",
     "command.version_only": "the program is only allowed to print its version",
+    "command.cd": "`cd` with options, several operands, a glob, `-`, or no directory",
     "command.npm": "npm used for anything but `npm test` / `--version`",
     "command.cargo": "cargo used for anything but test/build/check / `--version`",
     "mode.read": "the command needs command mode (builds, tests, writes)",

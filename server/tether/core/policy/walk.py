@@ -151,7 +151,7 @@ def _statement(node: tree_sitter.Node, source: bytes, result: Walked, depth: int
     if kind == "command":
         result.commands.append(_command(children, source, ()))
     elif kind == "redirected_statement":
-        _redirected(children, source, result)
+        _redirected(children, source, result, depth)
     elif kind == "pipeline":
         result.compound = True
         for child in children:
@@ -172,21 +172,28 @@ def _statement(node: tree_sitter.Node, source: bytes, result: Walked, depth: int
             _statement(child, source, result, depth + 1)
 
 
-def _redirected(children: list[tree_sitter.Node], source: bytes, result: Walked) -> None:
+def _redirected(children: list[tree_sitter.Node], source: bytes, result: Walked, depth: int) -> None:
     body: tree_sitter.Node | None = None
     redirects: list[RawRedirect] = []
     for child in children:
         if child.type == "file_redirect":
             redirects.append(_redirect(child, source))
-        elif body is None and child.type == "command":
+        elif body is None and child.type in ("command", "list", "pipeline"):
             body = child
         else:
             raise _refuse(child)
     if body is None:
         raise Deny("syntax.unsupported", "a redirect without a command is not allowed")
-    body_children = body.children
-    _check_gaps(body, body_children, source, _INLINE_BLANKS)
-    result.commands.append(_command(body_children, source, tuple(redirects)))
+    if body.type == "command":
+        body_children = body.children
+        _check_gaps(body, body_children, source, _INLINE_BLANKS)
+        result.commands.append(_command(body_children, source, tuple(redirects)))
+        return
+    # tree-sitter hangs `a && b > f` / `a | b > f` on the whole list or pipeline; bash binds the
+    # redirect to the last simple command, `b`. Walk the body, then give `b` the redirects.
+    _statement(body, source, result, depth + 1)
+    last = result.commands[-1]
+    result.commands[-1] = RawCommand(last.name, last.args, last.redirects + tuple(redirects))
 
 
 def _command(
