@@ -286,3 +286,35 @@ async def test_a_client_that_cannot_apply_edits_is_never_written_behind(tmp_path
         assert (editor.workspace / APP).read_text() == ORIGINAL.replace("line 2\n", "changed 2\n")
     finally:
         await stop_editor(editor)
+
+
+@pytest.mark.parametrize("editor", [FILES], indirect=True)
+async def test_with_write_permission_clean_buffers_follow_the_write(editor: Editor) -> None:
+    await editor.command("tether.setPermissions", {"permissions": "write"})
+    uri = editor.open(APP)
+    new = ORIGINAL.replace("line 9\n", "nine\n")
+    answer = await editor.command(
+        "tether.runTool", {"name": "write_file", "input": {"path": APP, "content": new}}
+    )
+    assert answer["result"]["ok"] is True
+    assert answer["result"]["dryRun"] is False
+    assert answer["result"]["checkpoint"]
+    assert (editor.workspace / APP).read_text() == new
+    assert answer["buffersUpdated"] == [APP]
+    assert editor.buffers[uri] == new
+
+
+@pytest.mark.parametrize("editor", [FILES], indirect=True)
+async def test_with_write_permission_unsaved_work_is_never_overwritten(editor: Editor) -> None:
+    await editor.command("tether.setPermissions", {"permissions": "write"})
+    uri = editor.open(APP)
+    editor.replace_line(uri, 0, "# my unsaved work\n")
+    mine = editor.buffers[uri]
+    answer = await editor.command(
+        "tether.runTool", {"name": "write_file", "input": {"path": APP, "content": "new\n"}}
+    )
+    assert answer["result"]["ok"] is True
+    assert answer["buffersUpdated"] == []
+    assert editor.buffers[uri] == mine
+    warnings = [m.message for m in editor.client.messages if m.type == types.MessageType.Warning]
+    assert any("unsaved changes" in w and APP in w for w in warnings)

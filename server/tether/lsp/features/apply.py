@@ -164,3 +164,51 @@ def sync_buffers_with_disk(server: TetherServer, workspace: Path, paths: list[st
         except Exception as exc:
             log.warning("buffer of %s not updated after rollback: %s", rel, exc)
     return updated
+
+
+def open_buffer_states(server: TetherServer, workspace: Path) -> dict[str, tuple[str, bool]]:
+    """Before a tool call: for each open file of the workspace, (disk text, buffer equals disk)."""
+    from tether.core.proposals import read_current_text
+
+    def open_paths() -> list[Path]:
+        return [p for uri in list(server.workspace.text_documents) if (p := server.documents.path_of(uri))]
+
+    states: dict[str, tuple[str, bool]] = {}
+    for path in server.on_loop(open_paths):
+        try:
+            rel = path.relative_to(workspace).as_posix()
+            disk = read_current_text(workspace, rel) if path.is_file() else ""
+        except Exception:  # outside the workspace, or unreadable: not ours to sync
+            continue
+        document = server.documents.get(path)
+        if document is not None:
+            states[rel] = (disk, document.text == disk)
+    return states
+
+
+def follow_disk_changes(
+    server: TetherServer, workspace: Path, before: dict[str, tuple[str, bool]]
+) -> list[str]:
+    """After a tool call that may have written files: show the new disk content in clean buffers.
+
+    A buffer that had unsaved changes is left alone (replacing it would lose the user's work); the
+    user is told the file changed on disk instead.
+    """
+    from tether.core.proposals import read_current_text
+
+    follow: list[str] = []
+    conflicts: list[str] = []
+    for rel, (old_disk, clean) in before.items():
+        try:
+            now = read_current_text(workspace, rel) if (workspace / rel).is_file() else ""
+        except Exception:
+            continue
+        if now == old_disk:
+            continue
+        (follow if clean else conflicts).append(rel)
+    if conflicts:
+        server.show_message(
+            "Tether: changed on disk while the editor has unsaved changes: " + ", ".join(conflicts),
+            types.MessageType.Warning,
+        )
+    return sync_buffers_with_disk(server, workspace, follow) if follow else []

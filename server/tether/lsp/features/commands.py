@@ -17,6 +17,7 @@ from typing import Any
 from tether import __version__
 from tether.errors import TetherError
 from tether.lsp.errors import ParamsError, request_failed, to_jsonrpc
+from tether.lsp.features.apply import follow_disk_changes, open_buffer_states
 from tether.lsp.features.progress import cancel_all, work_progress
 from tether.lsp.params import Args, one_object
 from tether.lsp.server import TetherServer
@@ -91,9 +92,14 @@ async def ask(ls: TetherServer, args: Args) -> dict[str, Any]:
     prompt = args.required_string("prompt", max_chars=MAX_PROMPT_CHARS)
     conversation_id = args.string("conversationId", max_chars=200)
     args.done()
-    await _gate(ls)
-    async with work_progress(ls, "Tether: agent turn") as progress:
-        result = await run_agent_turn(ls, prompt, conversation_id, progress)
+    gate = await _gate(ls)
+    before = await ls.run_blocking(open_buffer_states, ls, gate.workspace)
+    try:
+        async with work_progress(ls, "Tether: agent turn") as progress:
+            result = await run_agent_turn(ls, prompt, conversation_id, progress)
+    finally:
+        updated = await ls.run_blocking(follow_disk_changes, ls, gate.workspace, before)
+    result["buffersUpdated"] = updated
     await _refresh_previews(ls)
     return result
 
@@ -104,6 +110,7 @@ async def run_tool(ls: TetherServer, args: Args) -> dict[str, Any]:
     tool_input = args.obj("input")
     args.done()
     gate = await _gate(ls)
+    before = await ls.run_blocking(open_buffer_states, ls, gate.workspace)
     async with work_progress(ls, f"Tether: {name}") as progress:
         result = await ls.run_blocking(
             lambda: gate.call(
@@ -111,6 +118,8 @@ async def run_tool(ls: TetherServer, args: Args) -> dict[str, Any]:
             )
         )
     answer: dict[str, Any] = {"result": result.to_json()}  # proposal ranges: against the buffer, below
+    if result.ok and not result.dry_run:
+        answer["buffersUpdated"] = await ls.run_blocking(follow_disk_changes, ls, gate.workspace, before)
     if result.proposal is not None:
         proposal = await ls.run_blocking(_proposal_json, ls, gate.workspace, result.proposal)
         answer["result"]["proposal"] = proposal
