@@ -84,8 +84,9 @@ def e2e_cache() -> Path:
     return cache
 
 
-def _server_ready() -> bool:
-    """True when `tether serve` exists (the language server)."""
+def _assert_server_ready() -> None:
+    """`tether serve` must exist: a broken server CLI fails here with its own message, not in a
+    browser timeout."""
     proc = subprocess.run(
         [str(_tether_executable()), "serve", "--help"],
         capture_output=True,
@@ -93,7 +94,7 @@ def _server_ready() -> bool:
         timeout=60,
         check=False,
     )
-    return proc.returncode == 0
+    assert proc.returncode == 0, f"`tether serve --help` failed:\n{proc.stdout}{proc.stderr}"
 
 
 def _run_e2e(cache: Path, vsix: Path, scenario: str, *extra: str) -> str:
@@ -175,17 +176,10 @@ def test_package_contents(vsix: Path) -> None:
 
 
 @pytest.mark.timeout(900)
-def test_e2e_smoke(e2e_cache: Path, vsix: Path) -> None:
-    """The .vsix installs into a fresh code-server, activates, and a palette command works."""
-    _run_e2e(e2e_cache, vsix, "smoke")
-
-
-@pytest.mark.timeout(900)
 def test_e2e_restricted_mode(e2e_cache: Path, vsix: Path) -> None:
     """Untrusted workspace: Tether stays off and says so; a repository's .vscode/settings.json
     naming its own server program never runs it; granting trust starts the user's server."""
-    if not _server_ready():
-        pytest.skip("`tether serve` is not available yet (the language server has not landed)")
+    _assert_server_ready()
     _run_e2e(e2e_cache, vsix, "restricted")
 
 
@@ -195,6 +189,5 @@ def test_e2e_review_accept_rollback(e2e_cache: Path, vsix: Path) -> None:
     API) makes a proposal → Show Proposal Diff → Accept Hunk at the cursor (checked on disk) →
     Rollback… (checked on disk) → Review in Refactor Preview (unticked: nothing; ticked: hunk 2 on
     disk) → Show Tool Log (newest first, then filtered), through the palette of a real VS Code."""
-    if not _server_ready():
-        pytest.skip("`tether serve` is not available yet (the language server has not landed)")
+    _assert_server_ready()
     _run_e2e(e2e_cache, vsix, "full", "--agent")
