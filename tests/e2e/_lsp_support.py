@@ -251,15 +251,25 @@ async def start_editor(
     with_folder: bool = True,
     user_config: str | None = None,
     env: dict[str, str] | None = None,
+    server_args: list[str] | None = None,
+    reuse: bool = False,
 ) -> Editor:
-    """A server over a fresh git workspace; `user_config` is written as the user's config.toml."""
-    workspace = make_repo(tmp_path / "ws", files if files is not None else {"README.md": "hello\n"})
+    """A server over a fresh git workspace (`reuse`: the one already at tmp_path/ws).
+
+    `user_config` is written as the user's config.toml; `server_args` go after `tether serve`.
+    """
+    if reuse:
+        workspace = (tmp_path / "ws").resolve()
+    else:
+        workspace = make_repo(tmp_path / "ws", files if files is not None else {"README.md": "hello\n"})
     home = tmp_path / "home"
     if user_config is not None:
         config_file = home / "config" / "tether" / "config.toml"
         config_file.parent.mkdir(parents=True, exist_ok=True)
         config_file.write_text(user_config, encoding="utf-8")
-    config = ClientServerConfig(server_command=SERVER, server_env={**server_env(home), **(env or {})})
+    config = ClientServerConfig(
+        server_command=[*SERVER, *(server_args or [])], server_env={**server_env(home), **(env or {})}
+    )
     client = await config.start()
     folders = [types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")] if with_folder else None
     result = await client.initialize_session(

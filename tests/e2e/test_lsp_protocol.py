@@ -169,3 +169,42 @@ async def test_editor_options_cannot_turn_the_sandbox_off(tmp_path: Path) -> Non
         assert any("sandbox 'none' from the editor is ignored" in w for w in warnings)
     finally:
         await stop_editor(editor)
+
+
+async def test_proposals_from_an_earlier_session_are_shown_on_open(tmp_path: Path) -> None:
+    from _lsp_support import make_repo
+
+    from tether.core.gate import Gate
+    from tether.core.permissions import parse_permissions
+
+    files = {"a.txt": "one\ntwo\nthree\n"}
+    workspace = make_repo(tmp_path / "ws", files)
+    made = Gate(workspace, parse_permissions("none")).call(
+        "write_file", {"path": "a.txt", "content": "one\n2\nthree\n"}
+    )
+    assert made.proposal is not None
+    editor = await start_editor(tmp_path, capabilities("neovim"), "neovim", files=files, reuse=True)
+    try:
+        uri = editor.open("a.txt")
+        while not editor.client.diagnostics.get(uri):
+            await editor.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        [diagnostic] = editor.diagnostics("a.txt")
+        assert diagnostic.range.start.line == 1
+        assert made.proposal.id in diagnostic.message
+    finally:
+        await stop_editor(editor)
+
+
+async def test_logs_go_to_the_log_file_and_never_to_stdout(tmp_path: Path) -> None:
+    log_file = tmp_path / "server.log"
+    editor = await start_editor(
+        tmp_path, capabilities("neovim"), "neovim", server_args=["--log-file", str(log_file), "-vv"]
+    )
+    try:
+        # -vv logs every message; had any of it gone to stdout, the client could not parse the stream.
+        assert (await editor.command("tether.status", {}))["permissions"] == "none"
+    finally:
+        await stop_editor(editor)
+    text = log_file.read_text()
+    assert "tether.status" in text
+    assert "DEBUG" in text
