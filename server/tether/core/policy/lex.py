@@ -70,6 +70,8 @@ def unquote(raw: str) -> Word:
     """Quote-remove `raw` (the exact source text of one shell word) or raise `Deny`."""
     if _PLAIN.match(raw):  # fast path: nothing bash would treat specially
         return Word(value=raw, pattern="")
+    if raw.startswith("#"):  # bash would start a comment here; tree-sitter thought it a word
+        raise Deny("syntax.comment", "a word starting with `#` begins a comment in bash")
     out: list[str] = []
     pat: list[tuple[str, bool]] = []
     glob = False
