@@ -56,22 +56,22 @@ class Runner:
             "XDG_STATE_HOME": str(self.home / ".local" / "state"),
         }
 
-    def run(self, script: str, *, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        argv = [
-            self.python,
-            "-m",
-            "tether",
-            "sandbox",
-            "--workspace",
-            str(self.workspace),
-            "--backend",
-            self.backend,
-        ]
+    def popen(self, script: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self._argv(script), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env()
+        )
+
+    def _argv(self, script: str) -> list[str]:
+        argv = [self.python, "-m", "tether", "sandbox", "--workspace", str(self.workspace)]
+        argv += ["--backend", self.backend]
         argv += ["--", "bash", "--noprofile", "--norc", "-c", script]
         if self.user is not None:
             argv = ["runuser", "-u", self.user, "--", *argv]
+        return argv
+
+    def run(self, script: str, *, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            argv, capture_output=True, text=True, env=self.env(), timeout=timeout, check=False
+            self._argv(script), capture_output=True, text=True, env=self.env(), timeout=timeout, check=False
         )
 
 
@@ -266,6 +266,42 @@ def test_protected_paths_cannot_be_written(sbx: Runner, attack: str) -> None:
     assert (git / "config").read_text() == config_before
     # Nothing left behind: not the attack's files, not our placeholders for missing protected paths.
     assert sorted(p.name for p in sbx.workspace.iterdir()) == before
+
+
+def test_concurrent_runs_keep_each_others_protection(sbx: Runner) -> None:
+    """Run A pins the placeholders, run B starts and shares them, A ends first: B must stay pinned.
+
+    (Removing a placeholder that another sandbox still has mounted detaches that mount.)"""
+    sub = sbx.workspace / "sub"
+    sub.mkdir()
+    if sbx.user is not None:
+        os.chown(sub, pwd.getpwnam(sbx.user).pw_uid, -1)
+
+    def wait_for(name: str, proc: subprocess.Popen[str]) -> None:
+        for _ in range(1200):
+            if (sub / name).exists() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert (sub / name).exists(), proc.communicate()
+
+    wait = "while [ ! -e sub/{0} ]; do sleep 0.05; done"
+    first = sbx.popen(f"touch sub/a-started; {wait.format('a-go')}")
+    second = None
+    try:
+        wait_for("a-started", first)
+        second = sbx.popen(f"touch sub/b-started; {wait.format('b-go')}; echo evil > .envrc; true")
+        wait_for("b-started", second)
+        (sub / "a-go").touch()
+        first.communicate(timeout=60)  # A is done while B is still inside its sandbox
+        (sub / "b-go").touch()
+        out = second.communicate(timeout=60)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    envrc = sbx.workspace / ".envrc"
+    assert not envrc.exists(), (envrc.read_bytes() if envrc.is_file() else "?", out)
+    assert sorted(p.name for p in sbx.workspace.iterdir()) == [".git", "src.txt", "sub"]
 
 
 def test_masked_home_files_cannot_be_read(sbx: Runner) -> None:

@@ -14,6 +14,7 @@ from tether.core.sandbox.bwrap import bwrap_args
 from tether.core.sandbox.firejail import firejail_args
 from tether.core.sandbox.landlock import READ, WRITE_FILE, handled_fs, plan_rules
 from tether.core.sandbox.profile import (
+    PLACEHOLDER_XATTR,
     check_workspace,
     ensure_confinable,
     masked_paths,
@@ -211,3 +212,19 @@ def test_unpinnable_protected_path_refuses(tmp_path: Path) -> None:
     with pytest.raises(SandboxError, match="cannot pin"), pinned_protected(tmp_path, (too_long,)):
         pass
     assert list(tmp_path.iterdir()) == []
+
+
+def test_leftover_marked_placeholders_are_adopted_and_removed(tmp_path: Path) -> None:
+    """After a crash: a marked empty file is ours and goes; the user's empty file stays."""
+    leftover = tmp_path / ".envrc"
+    leftover.write_bytes(b"")
+    try:
+        os.setxattr(leftover, PLACEHOLDER_XATTR, b"1")
+    except OSError as exc:
+        pytest.skip(f"this filesystem has no user xattrs: {exc}")
+    users = tmp_path / ".npmrc"
+    users.write_bytes(b"")
+    with pinned_protected(tmp_path, (leftover, users)) as pinned:
+        assert pinned.placeholders == (leftover,)
+    assert not leftover.exists()
+    assert users.exists()

@@ -6,10 +6,12 @@ home paths, one way to pin protected workspace paths that do not exist yet.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import pwd
 import stat
-import threading
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -120,8 +122,23 @@ class Pinned:
     placeholders: tuple[Path, ...]
 
 
-_lock = threading.Lock()
-_placeholders: dict[Path, tuple[int, int, int]] = {}  # path -> (dev, ino, refcount)
+PLACEHOLDER_XATTR = "user.tether.placeholder"
+
+
+def _lock_path(workspace: Path) -> Path:
+    """One lock file per workspace, shared by every Tether process of this user."""
+    digest = hashlib.sha256(str(workspace).encode()).hexdigest()[:32]
+    folders = (
+        Path(platformdirs.user_state_dir("tether")) / "sandbox-locks",
+        Path(tempfile.gettempdir()) / f"tether-{os.getuid()}-locks",
+    )
+    for folder in folders:
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError:
+            continue
+        return folder / f"{digest}.lock"
+    raise SandboxError("refusing to run: no writable directory for the sandbox's workspace lock")
 
 
 @contextmanager
@@ -130,30 +147,80 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
 
     A path that does not exist yet cannot be a mount point, yet creating it must fail inside the
     sandbox. So its first missing ancestor gets an empty placeholder file for the run (bound
-    read-only: neither writable nor replaceable by a directory), and is removed afterwards if it is
-    still the empty file we made. Placeholders are shared between concurrent runs by refcount.
+    read-only: neither writable nor replaceable by a directory), marked with an xattr.
+
+    Runs in the same workspace — threads or other Tether processes — share placeholders: each run
+    holds a shared flock on the workspace's lock file, and only a run that can then take the lock
+    exclusively (nobody else is running) removes them. Removing a placeholder another sandbox still
+    uses would detach that sandbox's mount. A crash leaves marked placeholders behind; the next run
+    adopts and removes them. Only empty, marked (or self-made, when the filesystem has no xattrs)
+    regular files are ever removed, so a user's file is never deleted.
     """
+    lock_fd = os.open(_lock_path(workspace), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    made: list[tuple[Path, int, int]] = []  # created by this run: (path, dev, ino)
     paths: list[Path] = []
-    made: list[Path] = []
     try:
+        fcntl.flock(lock_fd, fcntl.LOCK_SH)
         for raw in protected:
             target = _anchor(workspace, raw)
-            if target is None:
+            if target is None or target in paths:
                 continue
             try:
-                if _acquire_placeholder(target):
-                    made.append(target)
+                created = _create_placeholder(target)
             except OSError as exc:
                 # Without the placeholder the path could be created: refuse rather than run.
                 raise SandboxError(
                     f"refusing to run: cannot pin the protected path {target}: {exc.strerror}"
                 ) from exc
-            if target not in paths:
-                paths.append(target)
-        yield Pinned(tuple(paths), tuple(made))
+            if created is not None:
+                made.append((target, *created))
+            paths.append(target)
+        placeholders = tuple(p for p in paths if _is_placeholder(p, made))
+        yield Pinned(tuple(paths), placeholders)
     finally:
-        for path in made:
-            _release_placeholder(path)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            pass  # another run still uses the placeholders: the last one out removes them
+        else:
+            for path in paths:
+                if _is_placeholder(path, made):
+                    with suppress(OSError):
+                        os.unlink(path)
+        finally:
+            os.close(lock_fd)  # also releases the flock
+
+
+def _create_placeholder(path: Path) -> tuple[int, int] | None:
+    """Create the empty placeholder; (dev, ino) when we made it, None when `path` already exists."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return None
+    try:
+        with suppress(OSError):  # e.g. a filesystem without user xattrs: then only we remove it
+            os.setxattr(fd, PLACEHOLDER_XATTR, b"1")  # needs write permission: before the chmod
+        os.fchmod(fd, 0o444)
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return st.st_dev, st.st_ino
+
+
+def _is_placeholder(path: Path, made: list[tuple[Path, int, int]]) -> bool:
+    """An empty regular file that is marked as ours, or that this very run created."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != 0:
+        return False
+    if any(p == path and (dev, ino) == (st.st_dev, st.st_ino) for p, dev, ino in made):
+        return True
+    try:
+        return os.getxattr(path, PLACEHOLDER_XATTR, follow_symlinks=False) == b"1"
+    except OSError:
+        return False
 
 
 def placeholder_excludes(workspace: Path, placeholders: tuple[Path, ...]) -> list[str]:
@@ -184,51 +251,3 @@ def _anchor(workspace: Path, raw: Path) -> Path | None:
         if current != path and not stat.S_ISDIR(os.lstat(current).st_mode):
             return current  # a file where a directory would be: pinning it blocks the rest
     return path
-
-
-def _acquire_placeholder(path: Path) -> bool:
-    """Ensure `path` exists; True when it is (a reference to) a placeholder of ours."""
-    with _lock:
-        known = _placeholders.get(path)
-        st = _lstat(path)
-        if known is not None:
-            if st is not None and (st.st_dev, st.st_ino) == known[:2]:
-                _placeholders[path] = (known[0], known[1], known[2] + 1)
-                return True
-            del _placeholders[path]
-        if st is not None:
-            return False
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
-        except FileExistsError:
-            return False  # appeared meanwhile (another process): it exists, bind it as it is
-        try:
-            st = os.fstat(fd)
-        finally:
-            os.close(fd)
-        _placeholders[path] = (st.st_dev, st.st_ino, 1)
-        return True
-
-
-def _release_placeholder(path: Path) -> None:
-    with _lock:
-        known = _placeholders.get(path)
-        if known is None:
-            return
-        dev, ino, count = known
-        if count > 1:
-            _placeholders[path] = (dev, ino, count - 1)
-            return
-        del _placeholders[path]
-        st = _lstat(path)
-        # Only our untouched empty file is removed: anything else now there belongs to someone.
-        if st is not None and (st.st_dev, st.st_ino) == (dev, ino) and st.st_size == 0:
-            with suppress(OSError):
-                os.unlink(path)
-
-
-def _lstat(path: Path) -> os.stat_result | None:
-    try:
-        return os.lstat(path)
-    except OSError:
-        return None
