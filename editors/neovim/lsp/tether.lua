@@ -9,7 +9,18 @@ local cfg = config.get()
 ---@type vim.lsp.Config
 return {
   cmd = cfg.cmd,
-  root_markers = { '.git' },
+  -- Only buffers of real files inside a git workspace. Why not plain `root_markers`: an unnamed
+  -- buffer resolves markers from the cwd, which would start a server for whatever repository
+  -- Neovim happened to be started in.
+  root_dir = function(bufnr, on_dir)
+    if vim.api.nvim_buf_get_name(bufnr) == '' then
+      return
+    end
+    local root = vim.fs.root(bufnr, { '.git' })
+    if root then
+      on_dir(root)
+    end
+  end,
   workspace_required = true,
   init_options = config.init_options(cfg),
   handlers = {

@@ -6,8 +6,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 nvim="${NVIM:-nvim}"
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then files=("$here"/tests/test_*.lua); fi
-env_dir="$(mktemp -d)"
-trap 'rm -rf "$env_dir"' EXIT
+env_dir="${TETHER_TEST_ENV:-$(mktemp -d)}"
+[ -n "${TETHER_TEST_ENV:-}" ] || trap 'rm -rf "$env_dir"' EXIT
 status=0
 for f in "${files[@]}"; do
   for d in config data state cache; do mkdir -p "$env_dir/$d"; done

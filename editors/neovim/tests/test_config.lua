@@ -74,7 +74,7 @@ H.test('setup() twice replaces the options and leaves one set of autocommands', 
   H.eq(1, #attach)
   H.eq({ 'tether', 'serve' }, vim.lsp.config.tether.cmd)
   H.eq({ permissions = 'write' }, vim.lsp.config.tether.init_options)
-  H.eq({ '.git' }, vim.lsp.config.tether.root_markers, 'lsp/tether.lua is on the runtimepath')
+  H.eq('function', type(vim.lsp.config.tether.root_dir), 'lsp/tether.lua is on the runtimepath')
   H.truthy(vim.lsp.config.tether.handlers['tether/event'], 'event handler registered')
 end)
 
@@ -118,13 +118,15 @@ local rollback = {
   { '3', { steps = 3 } },
   { ' 2 ', { steps = 2 } },
   { 'c-20261122T101500-1a2b3c', { checkpoint = 'c-20261122T101500-1a2b3c' } },
+  { '6ae9d7aeb273', { checkpoint = '6ae9d7aeb273' } },
+  { '1234567', { checkpoint = '1234567' } },
 }
 for _, case in ipairs(rollback) do
   H.test('parse_rollback(' .. vim.inspect(case[1]) .. ')', function()
     H.eq(case[2], commands.parse_rollback(case[1]))
   end)
 end
-for _, input in ipairs({ 'abc', '0', '-1', '1.5', '2 3', 'c-', '99999999' }) do
+for _, input in ipairs({ 'abc', '0', '-1', '1.5', '2 3', 'c-', '99999', '6ae9d7', 'HEAD~1' }) do
   H.test('parse_rollback rejects ' .. vim.inspect(input), function()
     local args, err = commands.parse_rollback(input)
     H.eq(nil, args)
@@ -158,7 +160,7 @@ H.test('commands exist without setup(), with completion, and fail clearly withou
   H.contains(seen[#seen].msg, 'no tether language server is running')
   H.eq(vim.log.levels.ERROR, seen[#seen].level)
   vim.cmd('AgentRollback abc')
-  H.contains(seen[#seen].msg, "tether: :AgentRollback takes a number of steps (a positive integer, default 1) or a checkpoint id (c-…, see :AgentCheckpoints), not 'abc'")
+  H.contains(seen[#seen].msg, "tether: :AgentRollback takes a number of steps (a positive integer, default 1) or a checkpoint id (see :AgentCheckpoints), not 'abc'")
   vim.cmd('AgentMode bogus')
   H.contains(seen[#seen].msg, "tether: :AgentMode: unknown permission 'bogus'")
   H.eq(vim.log.levels.ERROR, seen[#seen].level)
@@ -179,6 +181,8 @@ H.test('describe_event()', function()
     { "denied bash_command: Command 'curl' is not in the allowed list", vim.log.levels.WARN },
     { lsp.describe_event({ tool = 'bash_command', state = 'denied', decision = { reason = "Command 'curl' is not in the allowed list" } }) }
   )
+  H.eq({ 'proposed an edit with edit_file (p-1)', vim.log.levels.INFO }, { lsp.describe_event({ tool = 'edit_file', state = 'dry_run', proposalId = 'p-1' }) })
+  H.eq({ 'dry run of bash_command', vim.log.levels.INFO }, { lsp.describe_event({ tool = 'bash_command', state = 'dry_run' }) })
   H.eq({ 'failed read_file', vim.log.levels.ERROR }, { lsp.describe_event({ tool = 'read_file', state = 'failed' }) })
 end)
 

@@ -28,17 +28,18 @@ function M.parse_rollback(arg)
   if arg == '' then
     return { steps = 1 }, nil
   end
-  if arg:match('^%d+$') then
+  -- A short number is a count of steps; a checkpoint id is 7+ hex digits (git-like) or `c-…`.
+  if arg:match('^%d+$') and #arg <= 6 then
     local n = tonumber(arg)
     if n >= 1 and n <= 10000 then
       return { steps = n }, nil
     end
-  elseif arg:match('^c%-[%w%-]+$') then
+  elseif (arg:match('^%x+$') and #arg >= 7 and #arg <= 64) or arg:match('^c%-[%w%-]+$') then
     return { checkpoint = arg }, nil
   end
   return nil,
     string.format(
-      ":AgentRollback takes a number of steps (a positive integer, default 1) or a checkpoint id (c-…, see :AgentCheckpoints), not '%s'",
+      ":AgentRollback takes a number of steps (a positive integer, default 1) or a checkpoint id (see :AgentCheckpoints), not '%s'",
       arg
     )
 end
@@ -153,6 +154,8 @@ local function reload_buffers(client, res)
     return
   end
   local kept = {}
+  -- The server already brings open buffers in line with the disk (workspace/applyEdit), which
+  -- leaves them 'modified' although they equal the file; those are marked unmodified.
   for _, key in ipairs({ 'restored', 'deleted', 'created' }) do
     for _, rel in ipairs(res[key] or {}) do
       local full = vim.fs.joinpath(root, rel)
@@ -160,7 +163,10 @@ local function reload_buffers(client, res)
         if api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == '' then
           local name = api.nvim_buf_get_name(b)
           if name ~= '' and (vim.uv.fs_realpath(name) or name) == (vim.uv.fs_realpath(full) or full) or name == full then
-            if vim.bo[b].modified then
+            local on_disk = vim.uv.fs_stat(full) and vim.fn.readfile(full) or nil
+            if vim.bo[b].modified and on_disk and vim.deep_equal(on_disk, api.nvim_buf_get_lines(b, 0, -1, false)) then
+              vim.bo[b].modified = false
+            elseif vim.bo[b].modified then
               table.insert(kept, rel)
             elseif vim.uv.fs_stat(full) then
               api.nvim_buf_call(b, function()

@@ -113,9 +113,11 @@ function M.open(bufnr, proposal_id)
     vim.bo[right].swapfile = false
     vim.bo[right].filetype = vim.bo[bufnr].filetype
     vim.b[right].tether_proposal = proposal_id
+    vim.b[right].tether_source = bufnr
     fill(right, { id = proposal_id, source = bufnr, spans = spans, hunks = proposal.hunks or {} }, lines)
     vim.cmd('diffthis')
-    vim.wo.winbar = string.format(' proposed by tether (%s) — :AgentAccept / :AgentReject the hunk under the cursor, %% for all', proposal_id)
+    -- 'winbar' is a statusline expression: a literal % is written %%.
+    vim.wo.winbar = string.format(' proposed by tether (%s): :AgentAccept / :AgentReject the hunk under the cursor, %%%% for all', proposal_id)
     api.nvim_create_autocmd('BufWipeout', {
       buffer = right,
       once = true,

@@ -13,6 +13,11 @@ local NO_CLIENT = "no tether language server is running for this buffer: add vim
 ---@return vim.lsp.Client? client, string? err
 function M.get_client(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  -- The proposed side of a diff tab acts for the file buffer it was opened from.
+  local source = vim.b[bufnr].tether_source
+  if source and vim.api.nvim_buf_is_valid(source) then
+    bufnr = source
+  end
   local clients = vim.lsp.get_clients({ name = M.NAME, bufnr = bufnr })
   if #clients == 0 then
     clients = vim.lsp.get_clients({ name = M.NAME })
@@ -99,6 +104,10 @@ local EVENT_WORDS = {
 ---@return string text, integer level
 function M.describe_event(ev)
   local state = ev.state or '?'
+  -- A dry run that produced a proposal is the usual way edits arrive: say so.
+  if state == 'dry_run' and ev.proposalId then
+    state = 'proposed'
+  end
   local text = string.format('%s %s', EVENT_WORDS[state] or state, ev.tool or '?')
   if ev.proposalId then
     text = text .. ' (' .. ev.proposalId .. ')'
