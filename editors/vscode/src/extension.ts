@@ -28,7 +28,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     views,
     vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, proposals),
     vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, views),
-    ...registerCommands({ server, proposals, views, secrets: context.secrets }),
+    ...registerCommands({ server, views, secrets: context.secrets }),
     server.onEvent(() => void running.refreshStatus()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (needsRestart(event)) void running.restart();

@@ -1,47 +1,21 @@
 /**
  * The palette commands. Each one asks the server through {@link TetherServer.request} and turns
  * the answer into an editor view; every failure ends in exactly one actionable message.
+ * Reviewing proposals lives in review.ts, rollback and the tool log in history.ts.
  */
 import * as vscode from "vscode";
-import { API_KEY_SECRET, COMMAND_TITLES, COMMANDS, type CommandId, ROLLBACK_PREVIEW_LIMIT, TOOL_LOG_LIMIT } from "./constants";
-import { type ProposalDocuments, proposalIdOf, proposalUri, type ViewDocuments } from "./documents";
-import {
-  OUTCOMES,
-  asText,
-  type LogFilter,
-  type Outcome,
-  formatCheck,
-  formatCommandResult,
-  formatToolLog,
-  matchesFilter,
-  rollbackConfirmation,
-  rollbackCounts,
-  rollbackFiles,
-  shortTime,
-  toolsInLog,
-} from "./format";
-import { cleanDocuments, saveAcceptedBuffer, settleRestoredBuffers } from "./buffers";
+import { API_KEY_SECRET, COMMAND_TITLES, COMMANDS, type CommandId } from "./constants";
+import type { ViewDocuments } from "./documents";
+import { asText, formatCheck, formatCommandResult } from "./format";
+import { historyHandlers } from "./history";
 import { logError, showLogs } from "./log";
-import type {
-  AcceptResult,
-  AskResult,
-  AuditEntry,
-  CheckCommandResult,
-  CheckpointInfo,
-  Hunk,
-  Proposal,
-  ProposalDetail,
-  RejectResult,
-  RollbackResult,
-  RunToolResult,
-} from "./protocol";
-import { diffTitle, hunkAtBufferLine, hunkAtProposedLine, hunkLabel, isOpen, pendingHunks, proposalDescription, proposalLabel } from "./proposals";
+import type { AskResult, CheckCommandResult, RunToolResult } from "./protocol";
+import { type Handler, listProposals, reviewHandlers } from "./review";
 import { CommandFailed, ServerUnavailable, type TetherServer } from "./server";
 import { PERMISSION_DESCRIPTIONS, PERMISSION_PRESETS } from "./settings";
 
 interface Deps {
   server: TetherServer;
-  proposals: ProposalDocuments;
   views: ViewDocuments;
   secrets: vscode.SecretStorage;
 }
@@ -62,81 +36,11 @@ async function reportFailure(title: string, error: unknown): Promise<void> {
   if (choice === "Show Logs") showLogs();
 }
 
-async function listProposals(server: TetherServer): Promise<Proposal[]> {
-  const { proposals } = await server.request<{ proposals: Proposal[] }>("tether.proposals", { pending: true });
-  return proposals.filter(isOpen);
-}
-
-/** The proposal the active editor shows (diff right side or a file with a pending proposal). */
-function proposalInEditor(editor: vscode.TextEditor | undefined, open: Proposal[]): Proposal | undefined {
-  if (!editor) return undefined;
-  const id = proposalIdOf(editor.document.uri);
-  if (id) return open.find((p) => p.id === id);
-  const uri = editor.document.uri.toString();
-  const matching = open.filter((p) => vscode.Uri.parse(p.uri).toString() === uri);
-  return matching.length === 1 ? matching[0] : undefined;
-}
-
-/** The proposal to act on: the one in the active editor, the only one, or the user's pick. */
-async function chooseProposal(server: TetherServer, placeHolder: string): Promise<Proposal | undefined> {
-  const open = await listProposals(server);
-  if (open.length === 0) {
-    void vscode.window.showInformationMessage("Tether: no pending proposals. Ask the agent, or run a tool without the write permission.");
-    return undefined;
-  }
-  const inEditor = proposalInEditor(vscode.window.activeTextEditor, open);
-  if (inEditor) return inEditor;
-  if (open.length === 1) return open[0];
-  const picked = await vscode.window.showQuickPick(
-    open.map((p) => ({ label: proposalLabel(p), description: proposalDescription(p), detail: p.id, proposal: p })),
-    { placeHolder, matchOnDescription: true, matchOnDetail: true },
-  );
-  return picked?.proposal;
-}
-
-/** The hunk under the cursor, else the user's pick among the pending hunks of a proposal. */
-async function chooseHunk(server: TetherServer, verb: string): Promise<{ proposal: Proposal; hunk: Hunk } | undefined> {
-  const editor = vscode.window.activeTextEditor;
-  const open = await listProposals(server);
-  const proposal = proposalInEditor(editor, open) ?? (await chooseProposal(server, `Proposal whose hunk to ${verb}`));
-  if (!proposal) return undefined;
-  if (editor && (proposalIdOf(editor.document.uri) === proposal.id || editor.document.uri.toString() === vscode.Uri.parse(proposal.uri).toString())) {
-    const line = editor.selection.active.line;
-    const hunk = proposalIdOf(editor.document.uri) ? hunkAtProposedLine(proposal, line) : hunkAtBufferLine(proposal, line);
-    if (hunk) return { proposal, hunk };
-  }
-  const hunks = pendingHunks(proposal);
-  if (hunks.length === 1) return { proposal, hunk: hunks[0] };
-  const picked = await vscode.window.showQuickPick(
-    hunks.map((h) => ({ label: hunkLabel(h), detail: h.diff.split("\n").slice(1, 4).join(" ⏎ "), hunk: h })),
-    { placeHolder: `The cursor is not on a pending hunk: pick the hunk to ${verb}` },
-  );
-  return picked ? { proposal, hunk: picked.hunk } : undefined;
-}
-
-/** Accept hunks through the server; the buffer it edits is saved when it was clean (buffers.ts). */
-async function acceptAndSave(server: TetherServer, proposal: Proposal, hunks: number[] | undefined, review = false): Promise<AcceptResult> {
-  const clean = cleanDocuments();
-  const args: Record<string, unknown> = { id: proposal.id };
-  if (hunks) args.hunks = hunks;
-  if (review) args.review = true;
-  const result = await server.request<AcceptResult>("tether.accept", args);
-  await saveAcceptedBuffer(result, clean);
-  return result;
-}
-
-function describeAccept(result: AcceptResult): string {
-  if (result.applied.length === 0) return `Tether: nothing applied from ${result.proposal.id} (${result.proposal.path}).`;
-  const hunks = result.applied.length === 1 ? `hunk ${result.applied[0]}` : `hunks ${result.applied.join(", ")}`;
-  const warnings = (result.warnings ?? []).map((w) => ` Warning: ${w}`).join("");
-  return `Tether: applied ${hunks} of ${result.proposal.path}${result.checkpoint ? ` (checkpoint ${result.checkpoint})` : ""}.${warnings}`;
-}
-
 export function registerCommands(deps: Deps): vscode.Disposable[] {
   const { server, views, secrets } = deps;
 
   let askConversation: string | undefined;
-  const handlers: Record<CommandId, (...args: unknown[]) => Promise<unknown>> = {
+  const handlers: Record<CommandId, Handler> = {
     [COMMANDS.askAgent]: async () => {
       const prompt = await vscode.window.showInputBox({ title: "Tether: Ask Agent", prompt: "What should the agent do?", ignoreFocusOut: true });
       if (!prompt) return;
@@ -167,120 +71,8 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
       }
     },
 
-    [COMMANDS.showProposalDiff]: async (arg?: unknown) => {
-      const proposal = typeof arg === "string" ? (await listProposals(server)).find((p) => p.id === arg) : await chooseProposal(server, "Proposal to review");
-      if (!proposal) return;
-      const detail = await server.request<ProposalDetail>("tether.proposal", { id: proposal.id });
-      await vscode.commands.executeCommand("vscode.diff", vscode.Uri.parse(detail.proposal.uri), proposalUri(detail.proposal), diffTitle(detail.proposal));
-    },
-
-    [COMMANDS.acceptProposal]: async () => {
-      const proposal = await chooseProposal(server, "Proposal to accept");
-      if (!proposal) return;
-      void vscode.window.showInformationMessage(describeAccept(await acceptAndSave(server, proposal, undefined)));
-    },
-
-    [COMMANDS.rejectProposal]: async () => {
-      const proposal = await chooseProposal(server, "Proposal to reject");
-      if (!proposal) return;
-      const result = await server.request<RejectResult>("tether.reject", { id: proposal.id });
-      void vscode.window.showInformationMessage(`Tether: rejected ${proposal.path} (${result.rejected.length} hunk(s)).`);
-    },
-
-    [COMMANDS.acceptHunk]: async () => {
-      const chosen = await chooseHunk(server, "accept");
-      if (!chosen) return;
-      void vscode.window.showInformationMessage(describeAccept(await acceptAndSave(server, chosen.proposal, [chosen.hunk.index])));
-    },
-
-    [COMMANDS.rejectHunk]: async () => {
-      const chosen = await chooseHunk(server, "reject");
-      if (!chosen) return;
-      await server.request<RejectResult>("tether.reject", { id: chosen.proposal.id, hunks: [chosen.hunk.index] });
-      void vscode.window.showInformationMessage(`Tether: rejected hunk ${chosen.hunk.index} of ${chosen.proposal.path}.`);
-    },
-
-    [COMMANDS.reviewInRefactorPreview]: async () => {
-      const proposal = await chooseProposal(server, "Proposal to review in the Refactor Preview");
-      if (!proposal) return;
-      void vscode.window.showInformationMessage(
-        "Tether: in the Refactor Preview every change starts unchecked. Tick the changes you want, then Apply.",
-      );
-      let result: AcceptResult;
-      try {
-        result = await acceptAndSave(server, proposal, undefined, true);
-      } catch (error) {
-        // Discard, or Apply with nothing ticked: the editor refuses the edit. That is the user's choice, not a failure.
-        if (error instanceof CommandFailed && /refused/.test(error.message)) {
-          void vscode.window.showInformationMessage("Tether: Nothing applied: no change was ticked in the Refactor Preview. The proposal is still pending.");
-          return;
-        }
-        throw error;
-      }
-      void vscode.window.showInformationMessage(describeAccept(result));
-    },
-
-    [COMMANDS.rollback]: async () => {
-      const { checkpoints } = await server.request<{ checkpoints: CheckpointInfo[] }>("tether.checkpoints", {});
-      if (checkpoints.length === 0) {
-        void vscode.window.showInformationMessage("Tether: no checkpoints yet. One is taken before every change the agent makes.");
-        return;
-      }
-      const items = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Window, title: "Tether: previewing rollbacks" },
-        async () => {
-          const previews = [];
-          for (const cp of checkpoints.slice(0, ROLLBACK_PREVIEW_LIMIT)) {
-            const plan = await server.request<RollbackResult>("tether.rollback", { checkpoint: cp.id, dryRun: true });
-            previews.push({
-              label: `$(history) ${shortTime(cp.time)}`,
-              description: `before ${cp.tool} · ${rollbackCounts(plan)}`,
-              detail: `${cp.message ? cp.message + " — " : ""}${rollbackFiles(plan)}`,
-              checkpoint: cp,
-              plan,
-            });
-          }
-          return previews;
-        },
-      );
-      const picked = await vscode.window.showQuickPick(items, { placeHolder: "Roll the workspace back to the state before…", matchOnDetail: true });
-      if (!picked) return;
-      const confirm = await vscode.window.showWarningMessage(
-        `Roll back to ${shortTime(picked.checkpoint.time)}? ${rollbackCounts(picked.plan)}.`,
-        { modal: true, detail: rollbackConfirmation(picked.checkpoint, picked.plan) },
-        "Roll Back",
-      );
-      if (confirm !== "Roll Back") return;
-      const done = await server.request<RollbackResult>("tether.rollback", { checkpoint: picked.checkpoint.id });
-      await settleRestoredBuffers(done.buffersUpdated ?? [...done.restored, ...done.created], done.deleted);
-      void vscode.window.showInformationMessage(`Tether: rolled back (${rollbackCounts(done)}).`);
-    },
-
-    [COMMANDS.showToolLog]: async () => {
-      const { entries } = await server.request<{ entries: AuditEntry[] }>("tether.toolLog", { n: TOOL_LOG_LIMIT });
-      type FilterItem = vscode.QuickPickItem & { tool?: string; outcome?: Outcome };
-      const items: FilterItem[] = [{ label: "Outcome", kind: vscode.QuickPickItemKind.Separator }];
-      for (const outcome of OUTCOMES) {
-        const count = entries.filter((e) => matchesFilter(e, { outcomes: [outcome] })).length;
-        if (count) items.push({ label: outcome, description: `outcome · ${count}`, outcome });
-      }
-      items.push({ label: "Tool", kind: vscode.QuickPickItemKind.Separator });
-      for (const tool of toolsInLog(entries)) {
-        const count = entries.filter((e) => matchesFilter(e, { tools: [tool] })).length;
-        items.push({ label: tool, description: `tool · ${count}`, tool });
-      }
-      const picked = await vscode.window.showQuickPick(items, {
-        canPickMany: true,
-        placeHolder: `Filter ${entries.length} tool calls: tick tools and/or outcomes, or none for all; Enter shows them newest first`,
-      });
-      if (!picked) return;
-      const filter: LogFilter = {
-        tools: picked.flatMap((i) => (i.tool ? [i.tool] : [])),
-        outcomes: picked.flatMap((i) => (i.outcome ? [i.outcome] : [])),
-      };
-      await views.show("Tool Log.log", formatToolLog(entries, filter), "log");
-    },
-
+    ...reviewHandlers(server),
+    ...historyHandlers(server, views),
     [COMMANDS.setPermissionMode]: async () => {
       const status = await server.refreshStatus();
       const current = status?.permissions;
