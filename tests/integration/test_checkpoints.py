@@ -571,3 +571,31 @@ def test_linked_worktree(tmp_path: Path) -> None:
     assert "/.tether/" in (repo / ".git" / "info" / "exclude").read_text()
     assert (repo / "a.txt").read_text() == "a\n"
     assert user_git_state(repo) == state
+
+
+def test_many_changed_paths_take_the_whole_tree_route(tmp_path: Path) -> None:
+    """Over 256 changed paths `git add` runs on the whole tree; skipped paths must stay skipped."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    init_repo(repo / "fresh")  # nested repository without a commit: its files are not ours
+    (repo / "fresh" / "inner.txt").write_text("inner\n")
+    (repo / "big.bin").write_bytes(b"x" * 2000)
+    for i in range(400):
+        (repo / "many" / f"d{i % 7}").mkdir(parents=True, exist_ok=True)
+        (repo / "many" / f"d{i % 7}" / f"f{i}.txt").write_text(f"{i}\n")
+    store = Checkpoints(repo, CheckpointSettings(max_file_bytes=1000))
+    cp = store.create("t")
+    assert {"big.bin", "fresh"} <= set(cp.skipped)
+    files = subprocess.run(
+        ["git", f"--git-dir={repo / '.git' / 'tether' / 'store'}", "ls-tree", "-r", "--name-only", cp.commit],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert len(files) == 401
+    assert "big.bin" not in files
+    assert "fresh/inner.txt" not in files
+    for i in range(0, 400, 3):
+        (repo / "many" / f"d{i % 7}" / f"f{i}.txt").unlink()
+    plan, _ = store.rollback(steps=1)
+    assert len(plan.created) == 134
+    assert (repo / "big.bin").exists()

@@ -256,7 +256,16 @@ class Checkpoints:
         candidates = _parse_status(status.stdout)
         big: list[str] = []
         add: list[str] = []
-        for rel in candidates:
+        nested: list[str] = []
+        for i, entry in enumerate(candidates):
+            rel = entry.rstrip("/")
+            candidates[i] = rel
+            if entry.endswith("/"):  # status names an untracked nested repository like this
+                if _has_commit(self.workspace / rel):
+                    add.append(rel)
+                else:
+                    nested.append(rel)  # would be taken for a plain directory: keep out
+                continue
             try:
                 st = os.lstat(self.workspace / rel)
             except OSError:
@@ -266,9 +275,8 @@ class Checkpoints:
                 big.append(rel)
             else:
                 add.append(rel)
-        nested: list[str] = []
         while add:
-            spec = b"".join(b":(top,literal)" + os.fsencode(p) + b"\0" for p in add)
+            spec = _pathspec(add, skip=big + nested)
             result = git.run(
                 "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=spec, ok_codes=(0, 1, 128)
             )
@@ -407,6 +415,31 @@ def _plan(target: Checkpoint, ops: restore.Ops) -> RollbackPlan:
     )
 
 
+# Above this many changed paths, one `git add -A` of the whole tree (minus the few skipped paths)
+# beats literal pathspecs, whose matching costs paths x pathspecs (20k x 20k on a first snapshot).
+_PATHSPEC_LIMIT = 256
+
+
+def _pathspec(paths: builtins.list[str], *, skip: builtins.list[str]) -> bytes:
+    """NUL-separated pathspecs for `git add -A --pathspec-from-file`: exactly `paths`, or
+    everything except `skip` when there are many paths."""
+    if len(paths) <= _PATHSPEC_LIMIT:
+        return b"".join(b":(top,literal)" + os.fsencode(p) + b"\0" for p in paths)
+    return b":(top)\0" + b"".join(b":(top,literal,exclude)" + os.fsencode(p) + b"\0" for p in skip)
+
+
+def _has_commit(repo_dir: Path) -> bool:
+    """Whether a nested repository has a commit checked out (else git cannot record it as a gitlink
+    and a whole-tree `git add` would take its files as ours). Read through the chokepoint, so the
+    nested repository's hooks and fsmonitor never run."""
+    probe = Git(git_dir=repo_dir / ".git")
+    try:
+        result = probe.run("rev-parse", "--verify", "-q", "HEAD^{commit}", ok_codes=(0, 1, 128))
+    except CheckpointError:
+        return False
+    return result.returncode == 0
+
+
 def _is_regular(mode: int) -> bool:
     import stat
 
@@ -437,7 +470,7 @@ def _parse_status(out: bytes) -> list[str]:
         if x in (b"R", b"C"):
             i += 1  # the rename source follows; renames are disabled, but be safe
         if y != b" " or x == b"?":
-            paths.append(os.fsdecode(path).rstrip("/"))
+            paths.append(os.fsdecode(path))  # a trailing "/" marks a nested repository
     return paths
 
 
