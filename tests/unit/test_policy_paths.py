@@ -356,3 +356,14 @@ def test_user_allowed_commands_cannot_reach_outside_through_symlinks(tree: dict[
 def test_cd_and_redirects_after_lists(tree: dict[str, Path], command: str, mode: str, rule: str) -> None:
     decision = decide(command, mode, tree["ws"], SETTINGS)  # type: ignore[arg-type]
     assert decision.rule == rule, decision.reason
+
+
+def test_git_dash_c_accumulates_like_git(tree: dict[str, Path]) -> None:
+    """`git -C a -C b` runs in a/b; the subcommand's paths are relative to it."""
+    ws = tree["ws"]
+    os.symlink(tree["outside"], ws / "src" / "lnk")
+    assert decide("git -C src -C lnk log", "read", ws, SETTINGS).rule == "path.outside_workspace"
+    assert decide("git -C src -C .. status", "read", ws, SETTINGS).allowed
+    assert decide("git -C src -C ../.. status", "read", ws, SETTINGS).rule == "path.outside_workspace"
+    blame = decide("git -C src blame --contents lnk/secret.txt app.py", "read", ws, SETTINGS)
+    assert blame.rule == "path.outside_workspace"

@@ -9,6 +9,7 @@ own option allowlist. Positional arguments (revisions or paths) must stay inside
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 
 from tether.core.policy.argspec import Kind, Parsed, Spec, parse_args, spec
@@ -410,6 +411,7 @@ READ_ONLY_SUBCOMMANDS = tuple(sorted({*SPECS, *_SPECIAL}))
 
 def _git(args: Sequence[str], mode: Mode) -> Parsed:
     parsed = Parsed()
+    cdir = "."
     i = 0
     while i < len(args) and args[i].startswith("-"):
         opt = args[i]
@@ -420,8 +422,8 @@ def _git(args: Sequence[str], mode: Mode) -> Parsed:
         if opt == "-C":
             if i + 1 >= len(args):
                 raise Deny("flag.missing_value", "`git -C` needs a directory")
-            parsed.read_paths.append(args[i + 1])
-            parsed.values.append(("-C", args[i + 1]))
+            # Each -C is relative to the previous one (`git -C a -C b` runs in a/b).
+            cdir = _join(cdir, args[i + 1])
             i += 2
             continue
         if opt == "--version":
@@ -461,10 +463,20 @@ def _git(args: Sequence[str], mode: Mode) -> Parsed:
         )
     parsed.options.extend(inner.options)
     parsed.positionals.extend(inner.positionals)
-    parsed.read_paths.extend(inner.read_paths)
-    parsed.write_paths.extend(inner.write_paths)
+    # The subcommand's paths are relative to the directory git runs in.
+    parsed.read_paths.extend(_join(cdir, p) for p in inner.read_paths)
+    parsed.write_paths.extend(_join(cdir, p) for p in inner.write_paths)
     parsed.values.extend(inner.values)
+    if cdir != ".":
+        parsed.read_paths.append(cdir)
+        parsed.values.append(("-C", cdir))
     return parsed
+
+
+def _join(base: str, path: str) -> str:
+    if base == "." or path.startswith(("/", "~")):
+        return path
+    return posixpath.join(base, path)
 
 
 GIT_PROGRAMS: tuple[Program, ...] = (
