@@ -295,6 +295,9 @@ ROWS: list[tuple[str, str, str]] = [
     ("go build -o /tmp/x .", "command", "path.outside_workspace"),
     ("go build -o .git/hooks/pre-commit .", "command", "path.protected"),
     ("go build -C / .", "command", "path.outside_workspace"),
+    ("go build -C sub -o bin/x .", "command", OK),
+    ("go build -C sub -o ../../x .", "command", "path.outside_workspace"),  # -o is relative to -C
+    ("go test -C sub ../../other", "command", "path.outside_workspace"),
     ("go test -coverprofile=/tmp/c.out ./...", "command", "path.outside_workspace"),
     ("go build ../other", "command", "path.outside_workspace"),
     # --- pytest, npm, cargo ------------------------------------------------------------

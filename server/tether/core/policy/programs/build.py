@@ -8,6 +8,7 @@ These run the project's own code, which only the sandbox can contain; the schema
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
 
@@ -157,6 +158,7 @@ def _go_flags(
                 value = args[i]
                 i += 1
             parsed.options.append("-" + name)
+            parsed.values.append(("-" + name, value))
             check_value(parsed, sp, "-" + name, valued[name], value)
             continue
         raise Deny(
@@ -186,6 +188,21 @@ _GO_MOD = {
 
 
 def _go(args: Sequence[str], mode: Mode) -> Parsed:
+    """`go -C dir` (which must come first) changes directory: the other paths are relative to it."""
+    parsed = _go_subcommand(args, mode)
+    cdir = next((v for o, v in parsed.values if o == "-C"), None)
+    if cdir is not None and parsed.read_paths:
+        first, *others = parsed.read_paths  # -C is the first flag, so its path came first
+        parsed.read_paths = [first, *(_join(cdir, p) for p in others)]
+        parsed.write_paths = [_join(cdir, p) for p in parsed.write_paths]
+    return parsed
+
+
+def _join(base: str, path: str) -> str:
+    return path if path.startswith(("/", "~")) else posixpath.join(base, path)
+
+
+def _go_subcommand(args: Sequence[str], mode: Mode) -> Parsed:
     parsed = Parsed()
     if not args:
         raise Deny("go.subcommand", "a go subcommand is needed")
