@@ -408,6 +408,22 @@ async function notification(pattern) {
   return toast.innerText();
 }
 
+/** PIDs of `tether serve` processes working in this test's workspace (found through /proc). */
+function serverPids() {
+  const pids = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readlinkSync(`/proc/${entry}/cwd`) !== dirs.workspace) continue;
+      const argv = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (argv.includes("serve") && argv.some((a) => a.endsWith("tether"))) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return pids;
+}
+
 function assertEvilNeverRan() {
   if (fs.existsSync(EVIL_MARKER)) throw new Error("the workspace's .vscode/settings.json chose the server program, and it ran");
 }
@@ -585,6 +601,19 @@ async function main() {
       await page.locator(".workspace-trust-editor .monaco-button", { hasText: /^Trust$/ }).first().click();
       await statusBarText(/Tether: none/);
       assertEvilNeverRan();
+    });
+    await step("a crashed server is reported once; Restart Server brings exactly one back", async () => {
+      const before = serverPids();
+      if (before.length !== 1) throw new Error(`expected one tether serve, found ${before.length}`);
+      process.kill(before[0], "SIGKILL");
+      await statusBarText(/Tether: server failed/);
+      await notification(/server stopped unexpectedly/);
+      const messages = await page.locator(".notifications-toasts .notification-toast", { hasText: /Tether's server/ }).count();
+      if (messages !== 1) throw new Error(`expected one error message about the server, saw ${messages}`);
+      await runCommand("Tether: Restart Server");
+      await statusBarText(/Tether: none/);
+      const after = serverPids();
+      if (after.length !== 1 || after[0] === before[0]) throw new Error(`after restart: ${after} (before: ${before})`);
     });
   } else {
     await reviewScenario();
