@@ -166,3 +166,12 @@ def test_workspace_edit_forms(store: ProposalStore) -> None:
     assert only.new_text == "two\n"
     # annotations without documentChanges are impossible in LSP: fall back to the plain form
     assert EditSupport.of(_caps(False, True)) == EditSupport(False, False)
+
+
+def test_crlf_buffers_keep_their_line_endings(store: ProposalStore) -> None:
+    base = BASE.replace("\n", "\r\n")
+    new = base.replace("line 7\r\n", "seven\r\n")
+    proposal = store.create("f.txt", base, new, "r")
+    [edit] = plan_edits(base, proposal.hunks)
+    assert (edit.start_line, edit.end_line, edit.end_character, edit.new_text) == (6, 7, 0, "seven\r\n")
+    assert apply_line_edits(base, [edit]) == new

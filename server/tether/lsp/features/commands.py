@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether import __version__
 from tether.errors import TetherError
@@ -21,6 +21,9 @@ from tether.lsp.features.apply import follow_disk_changes, open_buffer_states
 from tether.lsp.features.progress import cancel_all, work_progress
 from tether.lsp.params import Args, one_object
 from tether.lsp.server import TetherServer
+
+if TYPE_CHECKING:
+    from tether.core.gate import Gate
 
 log = logging.getLogger(__name__)
 Handler = Callable[[TetherServer, Args], Awaitable[dict[str, Any]]]
@@ -41,7 +44,8 @@ def command(name: str) -> Callable[[Handler], Handler]:
 # --- helpers ---------------------------------------------------------------------------------------
 
 
-async def _gate(ls: TetherServer) -> Any:
+async def _gate(ls: TetherServer) -> "Gate":
+    """The session's gate (built on a worker thread the first time: it reads config files)."""
     return await ls.run_blocking(ls.gate)
 
 

@@ -316,6 +316,8 @@ def register(server: TetherServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TetherServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.documents.forget(params.text_document.uri)
+        if ls.previews.relpath(params.text_document.uri) in ls.previews.pending:
+            ls.previews.schedule_reload()  # its ranges now come from the disk
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: TetherServer, params: types.CodeLensParams) -> list[types.CodeLens]:
