@@ -10,6 +10,7 @@ from _checkpoint_support import fingerprint, init_repo, listing
 from tether.core.checkpoint import restore
 from tether.core.checkpoints import Checkpoints
 from tether.core.config import CheckpointSettings
+from tether.errors import CheckpointError
 
 
 class Crash(BaseException):
@@ -53,6 +54,8 @@ def test_interrupted_rollback_is_completed_by_the_next_call(
     assert (repo / ".git" / "tether" / "rollback-journal.json").exists()
 
     fresh = Checkpoints(repo, CheckpointSettings())  # a new process, in effect
+    with pytest.raises(CheckpointError, match="interrupted"):
+        fresh.plan_rollback(steps=1)  # a preview now would describe the wrong starting point
     if next_call == "create":
         fresh.create("next tool")
     elif next_call == "recover":

@@ -178,6 +178,12 @@ class Checkpoints:
         loc = self._location()
         with locked(loc):
             git = self._prepare(loc)
+            if loc.journal.exists():
+                raise CheckpointError(
+                    "a rollback was interrupted (Tether was stopped half-way); the next checkpoint or "
+                    "rollback completes it first, so a preview now would be wrong. Run "
+                    "`tether checkpoint` to complete it, then preview again."
+                )
             target = self._resolve(git, steps, to)
             present = self._stage(loc, git).tree
             ops = restore.plan_ops(self.workspace, restore.diff_trees(git, present, target.commit))
