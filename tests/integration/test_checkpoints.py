@@ -599,3 +599,22 @@ def test_many_changed_paths_take_the_whole_tree_route(tmp_path: Path) -> None:
     plan, _ = store.rollback(steps=1)
     assert len(plan.created) == 134
     assert (repo / "big.bin").exists()
+
+
+def test_secrets_in_call_summaries_are_not_stored(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    cp = store.create(
+        "bash_command: curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz'\nrm x",
+        message="export API_KEY=sk-ant-api03-0123456789abcdef",
+    )
+    store_dir = repo / ".git" / "tether" / "store"
+    raw = subprocess.run(
+        ["git", f"--git-dir={store_dir}", "cat-file", "commit", cp.commit],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "abcdefghijklmnop" not in raw
+    assert "0123456789abcdef" not in raw
+    assert "\nrm x" not in store.list()[0].tool

@@ -41,6 +41,7 @@ from tether.core.checkpoint.store import (
 )
 from tether.core.config import CheckpointSettings, user_state_dir
 from tether.core.gitcmd import Git
+from tether.core.redact import redact_text
 from tether.errors import CheckpointError, CheckpointRefused
 
 REF_PREFIX = "refs/tether/checkpoints/"
@@ -329,7 +330,9 @@ class Checkpoints:
         seq = _next_seq(loc, git)
         now = datetime.now().astimezone()
         stamp = now.isoformat(timespec="seconds")
-        tool = _CONTROL.sub(" ", tool).strip() or "unknown"
+        # the gate passes a call summary (a command line may hold a token): redact, one line, short
+        tool = _CONTROL.sub(" ", redact_text(tool)).strip()[:200] or "unknown"
+        message = redact_text(message) if message else None
         subject = f"pre-tool: {tool} at {stamp}"
         meta = {
             "seq": seq,
