@@ -6,6 +6,7 @@ annotated edits; Neovim (no `documentChanges` in its recorded capabilities) gets
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +319,16 @@ async def test_with_write_permission_unsaved_work_is_never_overwritten(editor: E
     assert editor.buffers[uri] == mine
     warnings = [m.message for m in editor.client.messages if m.type == types.MessageType.Warning]
     assert any("unsaved changes" in w and APP in w for w in warnings)
+
+
+@pytest.mark.parametrize("editor", [FILES], indirect=True)
+async def test_concurrent_accepts_of_one_proposal_both_land(editor: Editor) -> None:
+    uri = editor.open(APP)
+    proposal = await propose(editor, three_hunks(ORIGINAL))
+    first, second = await asyncio.gather(
+        editor.command("tether.accept", {"id": proposal["id"], "hunks": [1]}),
+        editor.command("tether.accept", {"id": proposal["id"], "hunks": [3]}),
+    )
+    assert (first["applied"], second["applied"]) == ([1], [3])
+    assert editor.buffers[uri] == three_hunks(ORIGINAL).replace("changed 15", "line 15")
+    assert second["proposal"]["state"] == "partially_accepted"

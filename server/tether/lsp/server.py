@@ -53,6 +53,8 @@ class TetherServer(LanguageServer):
         self.previews = Previews(self)
         self.executor = ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="tether-work")
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.decisions = asyncio.Lock()
+        """Serialises accept/reject/rollback: each one plans against the text the previous one left."""
         self.cancel_events: set[threading.Event] = set()
         """One event per running gate call or agent turn; `tether.cancel` sets them all."""
         self._gate: Gate | None = None

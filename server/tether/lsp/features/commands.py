@@ -192,10 +192,11 @@ async def accept(ls: TetherServer, args: Args) -> dict[str, Any]:
     found = await ls.run_blocking(gate.proposals.get, proposal_id)
     _check_selection(found, hunks)
     editor = EditorApply(ls, review=review)
-    began = time.perf_counter()
-    result = await ls.run_blocking(lambda: gate.accept(proposal_id, hunks, apply=editor, source="lsp"))
-    accepted = time.perf_counter()
-    await _refresh_previews(ls)
+    async with ls.decisions:
+        began = time.perf_counter()
+        result = await ls.run_blocking(lambda: gate.accept(proposal_id, hunks, apply=editor, source="lsp"))
+        accepted = time.perf_counter()
+        await _refresh_previews(ls)
     log.info(
         "accept %s: gate %.1f ms (editor round trip %.1f ms), previews %.1f ms",
         proposal_id,
@@ -225,8 +226,9 @@ async def reject(ls: TetherServer, args: Args) -> dict[str, Any]:
     gate = await _gate(ls)
     found = await ls.run_blocking(gate.proposals.get, proposal_id)
     _check_selection(found, hunks)
-    result = await ls.run_blocking(lambda: gate.reject(proposal_id, hunks, source="lsp"))
-    await _refresh_previews(ls)
+    async with ls.decisions:
+        result = await ls.run_blocking(lambda: gate.reject(proposal_id, hunks, source="lsp"))
+        await _refresh_previews(ls)
     if not result.ok:
         raise request_failed(result.result.get("error", result.text), result.to_json(gate.workspace))
     return {
@@ -246,7 +248,7 @@ async def rollback(ls: TetherServer, args: Args) -> dict[str, Any]:
     if steps is not None and target is not None:
         raise ParamsError("tether.rollback: give `steps` or `checkpoint`, not both")
     gate = await _gate(ls)
-    async with work_progress(ls, "Tether: rollback"):
+    async with ls.decisions, work_progress(ls, "Tether: rollback"):
         result = await ls.run_blocking(
             lambda: gate.rollback(steps=steps, to=target, dry_run=dry_run, source="lsp")
         )
