@@ -331,7 +331,7 @@ class Checkpoints:
         now = datetime.now().astimezone()
         stamp = now.isoformat(timespec="seconds")
         # the gate passes a call summary (a command line may hold a token): redact, one line, short
-        tool = _CONTROL.sub(" ", redact_text(tool)).strip()[:200] or "unknown"
+        tool = re.sub(r"[\x00-\x1f\x7f]+", " ", redact_text(tool)).strip()[:200] or "unknown"
         message = redact_text(message) if message else None
         subject = f"pre-tool: {tool} at {stamp}"
         meta = {
