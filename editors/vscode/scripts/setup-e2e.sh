@@ -31,8 +31,8 @@ missing_apt() {
 }
 
 # Fast path: everything is there already.
-if [[ -f "$stamp" && -x "$cache/node/bin/node" && -x "$cache/code-server/node_modules/.bin/code-server" \
-      && -z "$(missing_apt)" ]]; then
+if [[ -f "$stamp" && -x "$cache/node/bin/node" && -f "$cache/code-server/.installed-$CODE_SERVER_VERSION" \
+      && -x "$cache/code-server/node_modules/.bin/code-server" && -z "$(missing_apt)" ]]; then
   echo "$cache"
   exit 0
 fi
@@ -65,9 +65,13 @@ if [[ ! -x "$cache/node/bin/node" ]]; then
 fi
 "$cache/node/bin/node" --version >/dev/null
 
-# 3. code-server, its native modules compiled against Node 24's headers.
-if [[ ! -x "$cache/code-server/node_modules/.bin/code-server" ]]; then
+# 3. code-server, its native modules compiled against Node 24's headers. Its own stamp is written
+#    only after a complete install, so an interrupted one (binary linked, native modules missing) is
+#    redone rather than trusted.
+cs_stamp="$cache/code-server/.installed-$CODE_SERVER_VERSION"
+if [[ ! -f "$cs_stamp" || ! -x "$cache/code-server/node_modules/.bin/code-server" ]]; then
   log "installing code-server@$CODE_SERVER_VERSION (compiles native modules, a few minutes)"
+  rm -rf "$cache/code-server/node_modules" # a partial install would not re-run its build scripts
   mkdir -p "$cache/code-server"
   [[ -f "$cache/code-server/package.json" ]] || echo '{"name":"tether-vscode-e2e-cache","private":true}' \
     >"$cache/code-server/package.json"
@@ -78,6 +82,10 @@ if [[ ! -x "$cache/code-server/node_modules/.bin/code-server" ]]; then
     export npm_config_nodedir="$cache/node"
     npm install --no-audit --no-fund --foreground-scripts "code-server@$CODE_SERVER_VERSION" >&2
   )
+  # It must start; --version still writes a default config file, so give it a throwaway home for that.
+  XDG_CONFIG_HOME="$cache/.probe-config" PATH="$cache/node/bin:$PATH" \
+    "$cache/code-server/node_modules/.bin/code-server" --version >/dev/null
+  touch "$cs_stamp"
 fi
 
 touch "$stamp"
