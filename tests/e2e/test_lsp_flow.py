@@ -181,6 +181,7 @@ async def test_user_edit_of_the_same_lines_makes_the_proposal_stale(editor: Edit
     assert "the user wrote this" in editor.buffers[uri]
     shown = await editor.command("tether.proposal", {"id": proposal["id"]})
     assert shown["proposal"]["state"] == "stale"
+    assert [(e.tool, e.state) for e in editor.events][-1] == ("accept", "stale")
     assert editor.diagnostics(APP) == []  # a stale proposal is no longer offered in the buffer
     rejected = await editor.command("tether.reject", {"id": proposal["id"]})
     assert rejected["rejected"] == [1]
