@@ -618,3 +618,13 @@ def test_secrets_in_call_summaries_are_not_stored(tmp_path: Path) -> None:
     assert "abcdefghijklmnop" not in raw
     assert "0123456789abcdef" not in raw
     assert "\nrm x" not in store.list()[0].tool
+
+
+def test_stale_ref_lock_from_a_killed_process_is_cleared(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    refs = repo / ".git" / "tether" / "store" / "refs" / "tether" / "checkpoints"
+    (refs / "0000000002.lock").write_text("")
+    store.create("t2")
+    assert len(store.list()) == 2

@@ -401,6 +401,7 @@ class Checkpoints:
         if doomed:
             git.run("update-ref", "--stdin", input="".join(f"delete {cp.ref}\n" for cp in doomed).encode())
             git.run("prune", "--expire=now")
+        git.run("pack-refs", "--all")  # one packed-refs file instead of hundreds of loose refs
         counts = _count_objects(git)
         if counts.get("packs", 0) > 10:
             git.run("repack", "-a", "-d", "-q")  # one pack; drops objects no checkpoint uses

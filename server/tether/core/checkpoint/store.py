@@ -257,9 +257,9 @@ def locked(loc: Location) -> Iterator[None]:
 
 def _remove_stale_locks(loc: Location) -> None:
     candidates = [loc.root / "index.lock", loc.store / "packed-refs.lock", loc.store / "HEAD.lock"]
-    refs = loc.store / "refs"
-    if refs.is_dir():
-        candidates += list(refs.rglob("*.lock"))
+    refs = loc.store / "refs" / "tether" / "checkpoints"
+    with contextlib.suppress(OSError), os.scandir(refs) as entries:
+        candidates += [Path(e.path) for e in entries if e.name.endswith(".lock")]
     for path in candidates:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
