@@ -21,7 +21,15 @@ end
 
 function H.eq(expected, actual, what)
   if not vim.deep_equal(expected, actual) then
-    error(string.format('%s\nexpected: %s\n  actual: %s', what or 'values differ', vim.inspect(expected), vim.inspect(actual)), 2)
+    error(
+      string.format(
+        '%s\nexpected: %s\n  actual: %s',
+        what or 'values differ',
+        vim.inspect(expected),
+        vim.inspect(actual)
+      ),
+      2
+    )
   end
 end
 
@@ -34,7 +42,10 @@ end
 
 function H.contains(haystack, needle, what)
   if type(haystack) ~= 'string' or not haystack:find(needle, 1, true) then
-    error(string.format('%s\nexpected to find %s in %s', what or 'missing text', vim.inspect(needle), vim.inspect(haystack)), 2)
+    error(
+      string.format('%s\nexpected to find %s in %s', what or 'missing text', vim.inspect(needle), vim.inspect(haystack)),
+      2
+    )
   end
 end
 

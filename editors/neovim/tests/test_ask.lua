@@ -8,7 +8,10 @@ if server == '' or vim.fn.executable(server) == 0 then
   io.stdout:write('SKIP: `tether` not found (set TETHER_BIN)\n')
   os.exit(77)
 end
-assert(vim.env.ANTHROPIC_BASE_URL, 'run through tests/e2e/test_neovim.py, which starts tether fake-api')
+if not vim.env.ANTHROPIC_BASE_URL then
+  io.stdout:write('SKIP: needs ANTHROPIC_BASE_URL from `tether fake-api` (tests/e2e/test_neovim.py starts it)\n')
+  os.exit(77)
+end
 
 local ws = vim.fn.resolve(vim.fn.tempname())
 vim.fn.mkdir(ws, 'p')

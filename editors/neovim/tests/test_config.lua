@@ -22,7 +22,10 @@ end)
 -- Each bad option, and the field name and expectation the message must contain.
 local bad = {
   { { permissions = 42 }, '`permissions` should be string, not number' },
-  { { permissions = 'rw' }, "`permissions` should be none, read, write, command, all, or a comma list like read,write, not \"rw\"" },
+  {
+    { permissions = 'rw' },
+    '`permissions` should be none, read, write, command, all, or a comma list like read,write, not "rw"',
+  },
   { { permissions = 'all,read' }, '`permissions` should be' },
   { { cmd = 'tether serve' }, '`cmd` should be table, not string' },
   { { cmd = {} }, '`cmd` should be a non-empty list of strings' },
@@ -105,7 +108,7 @@ for _, input in ipairs({ 'bogus', '', 'read,', 'read;write', 'none,read', 'read,
   end)
 end
 
-H.test(":AgentMode completion, including after a comma", function()
+H.test(':AgentMode completion, including after a comma', function()
   H.eq({ 'none', 'read', 'write', 'command', 'all', 'read,write' }, commands.complete_mode(''))
   H.eq({ 'read' }, commands.complete_mode('r'))
   H.eq({ 'read,write' }, commands.complete_mode('read,w'))
@@ -160,7 +163,10 @@ H.test('commands exist without setup(), with completion, and fail clearly withou
   H.contains(seen[#seen].msg, 'no tether language server is running')
   H.eq(vim.log.levels.ERROR, seen[#seen].level)
   vim.cmd('AgentRollback abc')
-  H.contains(seen[#seen].msg, "tether: :AgentRollback takes a number of steps (a positive integer, default 1) or a checkpoint id (see :AgentCheckpoints), not 'abc'")
+  H.contains(
+    seen[#seen].msg,
+    "tether: :AgentRollback takes a number of steps (a positive integer, default 1) or a checkpoint id (see :AgentCheckpoints), not 'abc'"
+  )
   vim.cmd('AgentMode bogus')
   H.contains(seen[#seen].msg, "tether: :AgentMode: unknown permission 'bogus'")
   H.eq(vim.log.levels.ERROR, seen[#seen].level)
@@ -176,13 +182,25 @@ end)
 
 H.test('describe_event()', function()
   local lsp = require('tether.lsp')
-  H.eq({ 'proposed an edit with write_file (p-1a2b3c4d)', vim.log.levels.INFO }, { lsp.describe_event({ tool = 'write_file', state = 'proposed', proposalId = 'p-1a2b3c4d' }) })
   H.eq(
-    { "denied bash_command: Command 'curl' is not in the allowed list", vim.log.levels.WARN },
-    { lsp.describe_event({ tool = 'bash_command', state = 'denied', decision = { reason = "Command 'curl' is not in the allowed list" } }) }
+    { 'proposed an edit with write_file (p-1a2b3c4d)', vim.log.levels.INFO },
+    { lsp.describe_event({ tool = 'write_file', state = 'proposed', proposalId = 'p-1a2b3c4d' }) }
   )
-  H.eq({ 'proposed an edit with edit_file (p-1)', vim.log.levels.INFO }, { lsp.describe_event({ tool = 'edit_file', state = 'dry_run', proposalId = 'p-1' }) })
-  H.eq({ 'dry run of bash_command', vim.log.levels.INFO }, { lsp.describe_event({ tool = 'bash_command', state = 'dry_run' }) })
+  H.eq({ "denied bash_command: Command 'curl' is not in the allowed list", vim.log.levels.WARN }, {
+    lsp.describe_event({
+      tool = 'bash_command',
+      state = 'denied',
+      decision = { reason = "Command 'curl' is not in the allowed list" },
+    }),
+  })
+  H.eq(
+    { 'proposed an edit with edit_file (p-1)', vim.log.levels.INFO },
+    { lsp.describe_event({ tool = 'edit_file', state = 'dry_run', proposalId = 'p-1' }) }
+  )
+  H.eq(
+    { 'dry run of bash_command', vim.log.levels.INFO },
+    { lsp.describe_event({ tool = 'bash_command', state = 'dry_run' }) }
+  )
   H.eq({ 'failed read_file', vim.log.levels.ERROR }, { lsp.describe_event({ tool = 'read_file', state = 'failed' }) })
 end)
 
@@ -202,7 +220,10 @@ H.test('doc/tether.txt lists exactly the config defaults', function()
   H.eq(config.defaults(), documented, 'doc/tether.txt defaults == config.lua defaults')
   -- nil-valued defaults do not survive a Lua table; check their lines are there too.
   for name, field in pairs(config.schema) do
-    H.truthy(block:find('\n%s*' .. name .. ' = ') or block:find('^%s*' .. name .. ' = '), name .. ' listed in the defaults block')
+    H.truthy(
+      block:find('\n%s*' .. name .. ' = ') or block:find('^%s*' .. name .. ' = '),
+      name .. ' listed in the defaults block'
+    )
     if field.default == nil then
       H.truthy(block:find(name .. ' = nil,', 1, true), name .. ' documented as nil')
     end

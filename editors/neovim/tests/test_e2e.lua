@@ -37,6 +37,17 @@ vim.env.ANTHROPIC_API_KEY = SECRET
 
 local seen = H.capture_notify()
 require('tether').setup({ cmd = { server, 'serve' }, notify_progress = false })
+
+H.test(':checkhealth tether without a client asks `tether doctor` for the sandbox', function()
+  vim.cmd('checkhealth tether')
+  local text = table.concat(api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  H.contains(text, 'no tether client running')
+  H.truthy(text:find('OK sandbox: %a+ %(auto; configured '), 'sandbox from tether doctor in:\n' .. text)
+  H.contains(text, 'OK Anthropic API key: present')
+  H.eq(nil, text:find('NEVER-PRINT', 1, true), 'the key value is never shown')
+  vim.cmd('bwipeout')
+end)
+
 vim.lsp.enable('tether')
 vim.cmd('edit ' .. vim.fn.fnameescape(file))
 local buf = api.nvim_get_current_buf()
@@ -109,7 +120,10 @@ H.test(':AgentMode sets permissions on the server; bad input is refused before i
   local before = #seen
   vim.cmd('AgentMode bogus')
   local msg = seen[before + 1]
-  H.contains(msg.msg, "tether: :AgentMode: unknown permission 'bogus' (expected none, read, write, command, all, or a comma list like read,write)")
+  H.contains(
+    msg.msg,
+    "tether: :AgentMode: unknown permission 'bogus' (expected none, read, write, command, all, or a comma list like read,write)"
+  )
   H.eq(vim.log.levels.ERROR, msg.level)
   H.eq('read', status().permissions, 'unchanged')
   vim.cmd('AgentMode')
@@ -126,7 +140,10 @@ table.insert(proposed, 18, 'value_17b = 1701')
 local proposal_id
 
 H.test('a write_file proposal appears as extmarks, and as a tether/event message', function()
-  local res = exec('tether.runTool', { name = 'write_file', input = { path = 'app.py', content = table.concat(proposed, '\n') .. '\n' } })
+  local res = exec(
+    'tether.runTool',
+    { name = 'write_file', input = { path = 'app.py', content = table.concat(proposed, '\n') .. '\n' } }
+  )
   H.truthy(res.result, 'a gate result')
   proposal_id = res.result.proposalId or (res.proposal and res.proposal.id)
   H.truthy(proposal_id, 'a proposal id in ' .. vim.inspect(res))
@@ -194,7 +211,10 @@ H.test(':AgentDiff shows current vs proposed; rejecting in the diff tab updates 
   local want = vim.deepcopy(now)
   want[1] = 'value_01 = 100'
   want[10] = 'value_10 = 1000'
-  local res = exec('tether.runTool', { name = 'write_file', input = { path = 'app.py', content = table.concat(want, '\n') .. '\n' } })
+  local res = exec(
+    'tether.runTool',
+    { name = 'write_file', input = { path = 'app.py', content = table.concat(want, '\n') .. '\n' } }
+  )
   local id = res.result.proposalId or res.proposal.id
   H.wait(function()
     return #marks() >= 2
@@ -238,7 +258,10 @@ H.test("the server's code action accepts a hunk; the preview follows from tether
   before_last_accept = vim.deepcopy(now)
   local want = vim.deepcopy(now)
   want[5] = 'value_05 = 5000'
-  exec('tether.runTool', { name = 'write_file', input = { path = 'app.py', content = table.concat(want, '\n') .. '\n' } })
+  exec(
+    'tether.runTool',
+    { name = 'write_file', input = { path = 'app.py', content = table.concat(want, '\n') .. '\n' } }
+  )
   H.wait(function()
     return #marks() >= 1
   end, 'the proposal drawn')
@@ -312,10 +335,33 @@ H.test(':AgentRollback abc is refused, nothing is rolled back', function()
   local before = vim.fn.readfile(file)
   local n = #exec('tether.checkpoints', {}).checkpoints
   vim.cmd('AgentRollback abc')
-  H.contains(seen[#seen].msg, "tether: :AgentRollback takes a number of steps (a positive integer, default 1) or a checkpoint id (see :AgentCheckpoints), not 'abc'")
+  H.contains(
+    seen[#seen].msg,
+    "tether: :AgentRollback takes a number of steps (a positive integer, default 1) or a checkpoint id (see :AgentCheckpoints), not 'abc'"
+  )
   H.eq(vim.log.levels.ERROR, seen[#seen].level)
   H.eq(n, #exec('tether.checkpoints', {}).checkpoints)
   H.eq(before, vim.fn.readfile(file))
+end)
+
+H.test(':AgentRollback {checkpoint id} asks about that checkpoint', function()
+  local cps = exec('tether.checkpoints', {}).checkpoints
+  local target = cps[2].id
+  vim.cmd('AgentRollback ' .. target)
+  local float
+  H.wait(function()
+    for _, w in ipairs(api.nvim_list_wins()) do
+      if api.nvim_win_get_config(w).relative ~= '' then
+        float = w
+        return true
+      end
+    end
+  end, 'the confirmation float')
+  local first = api.nvim_buf_get_lines(api.nvim_win_get_buf(float), 0, 1, false)[1]
+  H.contains(first, 'Roll back ' .. target)
+  api.nvim_feedkeys('q', 'x', false)
+  wait_msg('rollback cancelled')
+  H.eq(#cps, #exec('tether.checkpoints', {}).checkpoints, 'nothing happened')
 end)
 
 H.test(':AgentCheckpoints lists them newest first', function()

@@ -31,7 +31,10 @@ local function proposal(overrides)
         index = 1,
         state = 'pending',
         header = '@@ -1,6 +1,7 @@',
-        oldStart = 1, oldLines = 6, newStart = 1, newLines = 7,
+        oldStart = 1,
+        oldLines = 6,
+        newStart = 1,
+        newLines = 7,
         range = { start = { line = 2, character = 0 }, ['end'] = { line = 4, character = 0 } },
         removed = { 'line 3\n', 'line 4\n' },
         added = { 'new 3\n', '\tnew 3b\n', 'new 4\n' },
@@ -41,7 +44,10 @@ local function proposal(overrides)
         index = 2,
         state = 'pending',
         header = '@@ -5,5 +6,6 @@',
-        oldStart = 5, oldLines = 5, newStart = 6, newLines = 6,
+        oldStart = 5,
+        oldLines = 5,
+        newStart = 6,
+        newLines = 6,
         range = { start = { line = 7, character = 0 }, ['end'] = { line = 7, character = 0 } },
         removed = {},
         added = { 'inserted\n' },
@@ -80,7 +86,11 @@ H.test('pending hunks are drawn: delete highlight, virtual lines, sign, label', 
   local added = all[2]
   H.eq(3, added[2], 'proposed lines below the last replaced row')
   local width = vim.o.tabstop
-  H.eq({ { { 'new 3', 'TetherAdd' } }, { { string.rep(' ', width) .. 'new 3b', 'TetherAdd' } }, { { 'new 4', 'TetherAdd' } } }, added[4].virt_lines)
+  H.eq({
+    { { 'new 3', 'TetherAdd' } },
+    { { string.rep(' ', width) .. 'new 3b', 'TetherAdd' } },
+    { { 'new 4', 'TetherAdd' } },
+  }, added[4].virt_lines)
   local ins = all[3]
   H.eq(7, ins[2])
   H.eq(true, ins[4].virt_lines_above, 'an insertion shows above the row it goes before')
@@ -158,7 +168,20 @@ H.test('highlight groups link to Diff* by default and keep user overrides', func
 end)
 
 H.test('diff.view: proposed text, rejected hunks reverted, spans move with them', function()
-  local proposed = table.concat({ 'line 1', 'line 2', 'new 3', '\tnew 3b', 'new 4', 'line 5', 'line 6', 'line 7', 'inserted', 'line 8', 'line 9', 'line 10' }, '\n') .. '\n'
+  local proposed = table.concat({
+    'line 1',
+    'line 2',
+    'new 3',
+    '\tnew 3b',
+    'new 4',
+    'line 5',
+    'line 6',
+    'line 7',
+    'inserted',
+    'line 8',
+    'line 9',
+    'line 10',
+  }, '\n') .. '\n'
   local p = proposal()
   local hunks = { p.hunks[1], p.hunks[2] }
   local view, spans = diff.view(proposed, hunks)
@@ -167,17 +190,45 @@ H.test('diff.view: proposed text, rejected hunks reverted, spans move with them'
   H.eq({ first = 6, last = 11 }, spans[2])
   hunks[1] = vim.tbl_extend('force', hunks[1], { state = 'rejected' })
   view, spans = diff.view(proposed, hunks)
-  H.eq({ 'line 1', 'line 2', 'line 3', 'line 4', 'line 5', 'line 6', 'line 7', 'inserted', 'line 8', 'line 9', 'line 10' }, view)
+  H.eq(
+    { 'line 1', 'line 2', 'line 3', 'line 4', 'line 5', 'line 6', 'line 7', 'inserted', 'line 8', 'line 9', 'line 10' },
+    view
+  )
   H.eq({ first = 1, last = 6 }, spans[1], 'a rejected hunk spans its old lines')
   H.eq({ first = 5, last = 10 }, spans[2], 'later hunks move up by the lines removed')
 end)
 
 H.test('format_log: one highlighted line per call, newest last', function()
   local entries = {
-    { timestamp = '2026-11-22 10:00:00', tool = 'read_file', input = { path = 'a.py' }, success = true, dry_run = false },
-    { timestamp = '2026-11-22 10:00:01', tool = 'write_file', input = { path = 'b.py' }, success = true, dry_run = true },
-    { timestamp = '2026-11-22 10:00:02', tool = 'bash_command', input = { command = 'curl x\nrm' }, success = false, error = "Command 'curl' is not in the allowed list", decision = { allowed = false } },
-    { timestamp = '2026-11-22 10:00:03', tool = 'edit_file', input = { path = 'c.py' }, success = false, error = 'old_str not found' },
+    {
+      timestamp = '2026-11-22 10:00:00',
+      tool = 'read_file',
+      input = { path = 'a.py' },
+      success = true,
+      dry_run = false,
+    },
+    {
+      timestamp = '2026-11-22 10:00:01',
+      tool = 'write_file',
+      input = { path = 'b.py' },
+      success = true,
+      dry_run = true,
+    },
+    {
+      timestamp = '2026-11-22 10:00:02',
+      tool = 'bash_command',
+      input = { command = 'curl x\nrm' },
+      success = false,
+      error = "Command 'curl' is not in the allowed list",
+      decision = { allowed = false },
+    },
+    {
+      timestamp = '2026-11-22 10:00:03',
+      tool = 'edit_file',
+      input = { path = 'c.py' },
+      success = false,
+      error = 'old_str not found',
+    },
   }
   local out, hls = ui.format_log(entries)
   H.eq('Tether tool log — last 4 calls (newest last)', out[1])
@@ -191,18 +242,36 @@ H.test('format_log: one highlighted line per call, newest last', function()
       table.insert(groups, { h[1], out[h[1] + 1]:sub(h[2] + 1, h[3]), h[4] })
     end
   end
-  H.eq({ { 1, 'ok', 'TetherOk' }, { 2, 'dry-run', 'TetherOk' }, { 3, 'denied', 'TetherDenied' }, { 4, 'error', 'TetherError' } }, groups)
+  H.eq({
+    { 1, 'ok', 'TetherOk' },
+    { 2, 'dry-run', 'TetherOk' },
+    { 3, 'denied', 'TetherDenied' },
+    { 4, 'error', 'TetherError' },
+  }, groups)
   H.eq({ 'Tether tool log — last 0 calls (newest last)', '(no tool calls recorded yet)' }, (ui.format_log({})))
 end)
 
 H.test('format_rollback_plan lists every file that would change', function()
-  local out = ui.format_rollback_plan({ restored = { 'a.py' }, deleted = { 'new.txt' }, created = { 'gone.txt' }, target = 'c-1' }, '1 step')
-  H.eq({ 'Roll back 1 step (to c-1)?', '~ a.py (restored)', '- new.txt (deleted)', '+ gone.txt (re-created)', '', '[y] roll back   [n] cancel' }, out)
+  local out = ui.format_rollback_plan(
+    { restored = { 'a.py' }, deleted = { 'new.txt' }, created = { 'gone.txt' }, target = 'c-1' },
+    '1 step'
+  )
+  H.eq({
+    'Roll back 1 step (to c-1)?',
+    '~ a.py (restored)',
+    '- new.txt (deleted)',
+    '+ gone.txt (re-created)',
+    '',
+    '[y] roll back   [n] cancel',
+  }, out)
   H.eq('(no file would change)', ui.format_rollback_plan({ target = 'c-1' }, '1 step')[2])
 end)
 
 H.test('format_run: output, stderr, exit code; denials and dry runs say so', function()
-  local out = ui.format_run('ls', { ok = true, dryRun = false, result = { stdout = 'a\nb\n', stderr = 'warn\n', exit_code = 0, duration_ms = 5 } })
+  local out = ui.format_run(
+    'ls',
+    { ok = true, dryRun = false, result = { stdout = 'a\nb\n', stderr = 'warn\n', exit_code = 0, duration_ms = 5 } }
+  )
   H.eq({ '$ ls', 'a', 'b', 'warn', '[exit 0, 5 ms]' }, out)
   out = ui.format_run('curl x', { ok = false, text = "Error: Command 'curl' is not in the allowed list", result = {} })
   H.eq({ '$ curl x', "Error: Command 'curl' is not in the allowed list" }, out)

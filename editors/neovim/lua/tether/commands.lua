@@ -67,7 +67,8 @@ function M.parse_scope(name, arg)
   if arg == '%' then
     return true, nil
   end
-  return nil, string.format(":%s takes no argument (the hunk under the cursor) or %% (the whole proposal), not '%s'", name, arg)
+  return nil,
+    string.format(":%s takes no argument (the hunk under the cursor) or %% (the whole proposal), not '%s'", name, arg)
 end
 
 --- `:AgentMode` completion: the words, also after a comma ("read,w<Tab>" → "read,write").
@@ -162,7 +163,9 @@ local function reload_buffers(client, res)
       for _, b in ipairs(api.nvim_list_bufs()) do
         if api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == '' then
           local name = api.nvim_buf_get_name(b)
-          if name ~= '' and (vim.uv.fs_realpath(name) or name) == (vim.uv.fs_realpath(full) or full) or name == full then
+          if
+            name ~= '' and (vim.uv.fs_realpath(name) or name) == (vim.uv.fs_realpath(full) or full) or name == full
+          then
             local on_disk = vim.uv.fs_stat(full) and vim.fn.readfile(full) or nil
             if vim.bo[b].modified and on_disk and vim.deep_equal(on_disk, api.nvim_buf_get_lines(b, 0, -1, false)) then
               vim.bo[b].modified = false
@@ -212,22 +215,35 @@ function impl.AgentAsk(p, bufnr)
     conversations[client.id] = nil
   end
   log().info('asking the agent…')
-  lsp().exec('tether.ask', { prompt = prompt, conversationId = conversations[client.id] }, { client = client, bufnr = bufnr }, function(e, res)
-    if e then
-      return log().error(e)
+  lsp().exec(
+    'tether.ask',
+    { prompt = prompt, conversationId = conversations[client.id] },
+    { client = client, bufnr = bufnr },
+    function(e, res)
+      if e then
+        return log().error(e)
+      end
+      conversations[client.id] = res.conversationId
+      local lines = { '> ' .. prompt, '' }
+      vim.list_extend(lines, vim.split(res.text or '', '\n', { plain = true }))
+      table.insert(lines, '')
+      for _, call in ipairs(res.toolCalls or {}) do
+        local state = call.state or (call.ok == false and 'failed' or 'ok')
+        table.insert(
+          lines,
+          string.format(
+            '• %s %s%s',
+            call.tool or call.name or '?',
+            state,
+            call.proposalId and (' ' .. call.proposalId) or ''
+          )
+        )
+      end
+      table.insert(lines, string.format('[%s; cost $%s]', tostring(res.stopReason), tostring(res.cost)))
+      require('tether.ui').scratch('tether://ask', lines, { { 0, 0, -1, 'TetherHeader' } })
+      refresh_all()
     end
-    conversations[client.id] = res.conversationId
-    local lines = { '> ' .. prompt, '' }
-    vim.list_extend(lines, vim.split(res.text or '', '\n', { plain = true }))
-    table.insert(lines, '')
-    for _, call in ipairs(res.toolCalls or {}) do
-      local state = call.state or (call.ok == false and 'failed' or 'ok')
-      table.insert(lines, string.format('• %s %s%s', call.tool or call.name or '?', state, call.proposalId and (' ' .. call.proposalId) or ''))
-    end
-    table.insert(lines, string.format('[%s; cost $%s]', tostring(res.stopReason), tostring(res.cost)))
-    require('tether.ui').scratch('tether://ask', lines, { { 0, 0, -1, 'TetherHeader' } })
-    refresh_all()
-  end)
+  )
 end
 
 function impl.AgentRollback(p, bufnr)
@@ -341,7 +357,9 @@ local function decide(name, command, p, bufnr)
     id = proposal and proposal.id
   end
   if not id or (not whole and not hunk) then
-    return log().error(string.format('no pending tether hunk under the cursor (:%s %% acts on the whole proposal)', name))
+    return log().error(
+      string.format('no pending tether hunk under the cursor (:%s %% acts on the whole proposal)', name)
+    )
   end
   local args = { id = id }
   if not whole then
@@ -382,14 +400,19 @@ end
 
 function impl.AgentRun(p, bufnr)
   local command = vim.trim(p.args)
-  lsp().exec('tether.runTool', { name = 'bash_command', input = { command = command } }, { bufnr = bufnr }, function(e, res)
-    if e then
-      return log().error(e)
+  lsp().exec(
+    'tether.runTool',
+    { name = 'bash_command', input = { command = command } },
+    { bufnr = bufnr },
+    function(e, res)
+      if e then
+        return log().error(e)
+      end
+      local lines, hls = require('tether.ui').format_run(command, res.result or {})
+      require('tether.ui').scratch('tether://run', lines, hls)
+      refresh_all()
     end
-    local lines, hls = require('tether.ui').format_run(command, res.result or {})
-    require('tether.ui').scratch('tether://run', lines, hls)
-    refresh_all()
-  end)
+  )
 end
 
 function impl.AgentCheck(p, bufnr)
@@ -398,7 +421,8 @@ function impl.AgentCheck(p, bufnr)
     if e then
       return log().error(e)
     end
-    local text = string.format('%s (%s): %s', res.allowed and 'allowed' or 'denied', tostring(res.rule), tostring(res.reason))
+    local text =
+      string.format('%s (%s): %s', res.allowed and 'allowed' or 'denied', tostring(res.rule), tostring(res.reason))
     if res.suggestion and res.suggestion ~= vim.NIL then
       text = text .. ' — ' .. tostring(res.suggestion)
     end
@@ -411,7 +435,12 @@ end
 ---@type table<string, table>
 M.specs = {
   AgentAsk = { nargs = '+', bang = true, desc = 'Ask the agent (! starts a new conversation)' },
-  AgentRollback = { nargs = '?', bang = true, complete = complete_rollback, desc = 'Undo the last N tool calls (! without asking)' },
+  AgentRollback = {
+    nargs = '?',
+    bang = true,
+    complete = complete_rollback,
+    desc = 'Undo the last N tool calls (! without asking)',
+  },
   AgentCheckpoints = { nargs = 0, desc = 'List tether checkpoints' },
   AgentLog = { nargs = '?', desc = 'Show the last N audited tool calls' },
   AgentMode = {
@@ -421,12 +450,20 @@ M.specs = {
     end,
     desc = 'Set (or show) the agent permissions',
   },
-  AgentAccept = { nargs = '?', complete = function()
-    return { '%' }
-  end, desc = 'Accept the proposal hunk under the cursor (% for all)' },
-  AgentReject = { nargs = '?', complete = function()
-    return { '%' }
-  end, desc = 'Reject the proposal hunk under the cursor (% for all)' },
+  AgentAccept = {
+    nargs = '?',
+    complete = function()
+      return { '%' }
+    end,
+    desc = 'Accept the proposal hunk under the cursor (% for all)',
+  },
+  AgentReject = {
+    nargs = '?',
+    complete = function()
+      return { '%' }
+    end,
+    desc = 'Reject the proposal hunk under the cursor (% for all)',
+  },
   AgentDiff = { nargs = '?', complete = complete_pending_ids, desc = 'Show a proposal in a diff tab' },
   AgentRun = { nargs = '+', complete = 'shellcmd', desc = 'Run a command through the tether gate' },
   AgentCheck = { nargs = '+', complete = 'shellcmd', desc = 'Would the tether policy allow this command?' },
@@ -439,7 +476,9 @@ function M.run(name, params)
   local ok, err = xpcall(impl[name], debug.traceback, params, bufnr)
   if not ok then
     require('tether.log').write('error', ':%s failed: %s', name, err)
-    require('tether.log').error(string.format(':%s failed: %s (details in %s)', name, tostring(err):match('[^\n]*'), require('tether.log').path()))
+    require('tether.log').error(
+      string.format(':%s failed: %s (details in %s)', name, tostring(err):match('[^\n]*'), require('tether.log').path())
+    )
   end
 end
 

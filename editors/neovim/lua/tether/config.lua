@@ -189,10 +189,7 @@ function M.build(opts)
     else
       local types = type_list(field.type)
       if not vim.list_contains(types, type(value)) then
-        table.insert(
-          errors,
-          string.format('`%s` should be %s, not %s', name, table.concat(types, ' or '), type(value))
-        )
+        table.insert(errors, string.format('`%s` should be %s, not %s', name, table.concat(types, ' or '), type(value)))
       else
         local reason = value ~= nil and field.check and field.check(value) or nil
         if reason then

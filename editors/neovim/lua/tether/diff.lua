@@ -117,7 +117,10 @@ function M.open(bufnr, proposal_id)
     fill(right, { id = proposal_id, source = bufnr, spans = spans, hunks = proposal.hunks or {} }, lines)
     vim.cmd('diffthis')
     -- 'winbar' is a statusline expression: a literal % is written %%.
-    vim.wo.winbar = string.format(' proposed by tether (%s): :AgentAccept / :AgentReject the hunk under the cursor, %%%% for all', proposal_id)
+    vim.wo.winbar = string.format(
+      ' proposed by tether (%s): :AgentAccept / :AgentReject the hunk under the cursor, %%%% for all',
+      proposal_id
+    )
     api.nvim_create_autocmd('BufWipeout', {
       buffer = right,
       once = true,
@@ -157,10 +160,18 @@ function M.on_proposals(proposals)
               local win = vim.fn.bufwinid(right)
               if win ~= -1 then
                 api.nvim_win_call(win, function()
-                  fill(right, { id = data.id, source = data.source, spans = spans, hunks = (res.proposal or {}).hunks or {} }, lines)
+                  fill(
+                    right,
+                    { id = data.id, source = data.source, spans = spans, hunks = (res.proposal or {}).hunks or {} },
+                    lines
+                  )
                 end)
               else
-                fill(right, { id = data.id, source = data.source, spans = spans, hunks = (res.proposal or {}).hunks or {} }, lines)
+                fill(
+                  right,
+                  { id = data.id, source = data.source, spans = spans, hunks = (res.proposal or {}).hunks or {} },
+                  lines
+                )
               end
             end
           end)

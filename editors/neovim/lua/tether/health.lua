@@ -52,7 +52,14 @@ function M.check()
     local res, err = require('tether.lsp').exec_sync(clients[1], 'tether.status', {}, 3000)
     if res then
       status = res
-      health.ok(string.format('client attached (id %d), workspace %s, permissions %s', clients[1].id, tostring(res.workspace), tostring(res.permissions)))
+      health.ok(
+        string.format(
+          'client attached (id %d), workspace %s, permissions %s',
+          clients[1].id,
+          tostring(res.workspace),
+          tostring(res.permissions)
+        )
+      )
     else
       health.warn('client attached but tether.status failed: ' .. tostring(err))
     end

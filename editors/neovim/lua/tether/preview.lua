@@ -97,7 +97,12 @@ function M.render(bufnr, proposals, opts)
   api.nvim_buf_clear_namespace(bufnr, M.ns, 0, -1)
   local mine, drawn = {}, {}
   for _, proposal in ipairs(proposals or {}) do
-    if proposal.uri and same_file(proposal.uri, bufnr) and proposal.state ~= 'accepted' and proposal.state ~= 'rejected' then
+    if
+      proposal.uri
+      and same_file(proposal.uri, bufnr)
+      and proposal.state ~= 'accepted'
+      and proposal.state ~= 'rejected'
+    then
       table.insert(mine, proposal)
     end
   end
@@ -123,17 +128,23 @@ function M.render(bufnr, proposals, opts)
         local mark
         if last > first then
           -- Delete highlight over the replaced rows, sign and label on the first one.
-          mark = api.nvim_buf_set_extmark(bufnr, M.ns, first, 0, look({
-            end_row = last,
-            end_col = 0,
-            hl_group = 'TetherDelete',
-            hl_eol = true,
-            sign_text = opts.sign_text or '▎',
-            sign_hl_group = 'TetherSign',
-            virt_text = { { label, 'TetherHint' } },
-            virt_text_pos = 'eol',
-            priority = 150,
-          }))
+          mark = api.nvim_buf_set_extmark(
+            bufnr,
+            M.ns,
+            first,
+            0,
+            look({
+              end_row = last,
+              end_col = 0,
+              hl_group = 'TetherDelete',
+              hl_eol = true,
+              sign_text = opts.sign_text or '▎',
+              sign_hl_group = 'TetherSign',
+              virt_text = { { label, 'TetherHint' } },
+              virt_text_pos = 'eol',
+              priority = 150,
+            })
+          )
           local lines = M.virt_lines(hunk)
           if visible and #lines > 0 then
             api.nvim_buf_set_extmark(bufnr, M.ns, last - 1, 0, { virt_lines = lines, priority = 150 })
@@ -143,15 +154,21 @@ function M.render(bufnr, proposals, opts)
           -- Pure insertion: virtual lines above the row they go before (below the last row at EOF).
           local at_end = first >= line_count
           local row = at_end and math.max(line_count - 1, 0) or first
-          mark = api.nvim_buf_set_extmark(bufnr, M.ns, row, 0, look({
-            sign_text = opts.sign_text or '▎',
-            sign_hl_group = 'TetherSign',
-            virt_text = { { label, 'TetherHint' } },
-            virt_text_pos = 'eol',
-            virt_lines = M.virt_lines(hunk),
-            virt_lines_above = not at_end,
-            priority = 150,
-          }))
+          mark = api.nvim_buf_set_extmark(
+            bufnr,
+            M.ns,
+            row,
+            0,
+            look({
+              sign_text = opts.sign_text or '▎',
+              sign_hl_group = 'TetherSign',
+              virt_text = { { label, 'TetherHint' } },
+              virt_text_pos = 'eol',
+              virt_lines = M.virt_lines(hunk),
+              virt_lines_above = not at_end,
+              priority = 150,
+            })
+          )
           table.insert(drawn, { id = proposal.id, index = hunk.index, mark = mark, anchor_only = true })
         end
       end

@@ -16,7 +16,10 @@ end
 ---@return string[] lines, table[] highlights
 function M.format_log(entries)
   local lines, hls = {}, {}
-  table.insert(lines, string.format('Tether tool log — last %d call%s (newest last)', #entries, #entries == 1 and '' or 's'))
+  table.insert(
+    lines,
+    string.format('Tether tool log — last %d call%s (newest last)', #entries, #entries == 1 and '' or 's')
+  )
   table.insert(hls, { 0, 0, -1, 'TetherHeader' })
   for _, e in ipairs(entries) do
     local time = one_line(e.timestamp or e.time or '')
@@ -56,14 +59,18 @@ end
 --- Checkpoints (newest first) as lines.
 ---@param checkpoints table[] `{id, time, tool, message, files}`
 function M.format_checkpoints(checkpoints)
-  local lines, hls = { 'Tether checkpoints (newest first; :AgentRollback N restores before the N-th)' }, { { 0, 0, -1, 'TetherHeader' } }
+  local lines, hls =
+    { 'Tether checkpoints (newest first; :AgentRollback N restores before the N-th)' }, { { 0, 0, -1, 'TetherHeader' } }
   for i, cp in ipairs(checkpoints) do
     local files = cp.files or {}
     local row = #lines
     local head = string.format('%3d  %s  %s  %s', i, one_line(cp.id), one_line(cp.time), one_line(cp.tool))
     table.insert(lines, head .. (cp.message and cp.message ~= '' and ('  ' .. one_line(cp.message)) or ''))
     table.insert(hls, { row, 5, 5 + #one_line(cp.id), 'TetherTool' })
-    table.insert(lines, string.format('     %d file%s changed since: %s', #files, #files == 1 and '' or 's', table.concat(files, ', ')))
+    table.insert(
+      lines,
+      string.format('     %d file%s changed since: %s', #files, #files == 1 and '' or 's', table.concat(files, ', '))
+    )
     table.insert(hls, { row + 1, 0, -1, 'TetherTime' })
   end
   if #checkpoints == 0 then
@@ -127,7 +134,12 @@ function M.format_run(command, res)
     table.insert(hls, { #lines, 0, -1, 'TetherDenied' })
     table.insert(lines, l)
   end
-  local footer = string.format('[exit %s, %s ms%s]', tostring(r.exit_code), tostring(r.duration_ms or '?'), r.timed_out and ', timed out' or '')
+  local footer = string.format(
+    '[exit %s, %s ms%s]',
+    tostring(r.exit_code),
+    tostring(r.duration_ms or '?'),
+    r.timed_out and ', timed out' or ''
+  )
   table.insert(hls, { #lines, 0, -1, r.exit_code == 0 and 'TetherOk' or 'TetherError' })
   table.insert(lines, footer)
   return lines, hls
