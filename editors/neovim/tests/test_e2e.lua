@@ -375,6 +375,26 @@ H.test(':AgentCheckpoints lists them newest first', function()
   vim.cmd('close')
 end)
 
+H.test('server progress reaches vim.notify (LspProgress), and :AgentCancel answers', function()
+  require('tether.config').current.notify_progress = true
+  local before = #seen
+  vim.cmd('AgentCheckpoints')
+  H.wait(function()
+    for i = before + 1, #seen do
+      if seen[i].msg:find('tether: Tether: checkpoints', 1, true) then
+        return true
+      end
+    end
+  end, 'a progress message, seen: ' .. vim.inspect(seen))
+  require('tether.config').current.notify_progress = false
+  H.wait(function()
+    return vim.fn.bufwinid('tether://checkpoints') ~= -1
+  end, 'the checkpoints window')
+  api.nvim_win_close(vim.fn.bufwinid('tether://checkpoints'), true)
+  vim.cmd('AgentCancel')
+  wait_msg('nothing to cancel')
+end)
+
 H.test(':AgentCheck prints the policy decision', function()
   vim.cmd('AgentCheck curl https://example.com')
   local msg = wait_msg('denied (')

@@ -430,6 +430,15 @@ function impl.AgentCheck(p, bufnr)
   end)
 end
 
+function impl.AgentCancel(_, bufnr)
+  lsp().exec('tether.cancel', {}, { bufnr = bufnr }, function(e, res)
+    if e then
+      return log().error(e)
+    end
+    log().info(res.cancelled and 'cancelled the running work' or 'nothing to cancel')
+  end)
+end
+
 -- Definitions ----------------------------------------------------------------------------------------
 
 ---@type table<string, table>
@@ -466,6 +475,7 @@ M.specs = {
   },
   AgentDiff = { nargs = '?', complete = complete_pending_ids, desc = 'Show a proposal in a diff tab' },
   AgentRun = { nargs = '+', complete = 'shellcmd', desc = 'Run a command through the tether gate' },
+  AgentCancel = { nargs = 0, desc = 'Cancel the running agent turn or command' },
   AgentCheck = { nargs = '+', complete = 'shellcmd', desc = 'Would the tether policy allow this command?' },
 }
 

@@ -42,11 +42,38 @@ function M.setup(opts)
     error('tether: setup(): ' .. table.concat(errors, '; '), 0)
   end
   config.current = cfg
-  vim.lsp.config(require('tether.lsp').NAME, {
-    cmd = cfg.cmd,
-    init_options = config.init_options(cfg),
-  })
+  if vim.lsp.config ~= nil then
+    vim.lsp.config(require('tether.lsp').NAME, {
+      cmd = cfg.cmd,
+      init_options = config.init_options(cfg),
+    })
+  end
   M.bootstrap()
+  if vim.lsp.enable == nil then
+    M.autostart_010()
+  end
+end
+
+--- Neovim 0.10 has no `vim.lsp.enable`: start the server per file buffer with `vim.lsp.start`,
+--- using the same `lsp/tether.lua` config (root: the enclosing git repository).
+function M.autostart_010()
+  local group = api.nvim_create_augroup('tether.autostart', { clear = true })
+  api.nvim_create_autocmd('FileType', {
+    group = group,
+    callback = function(ev)
+      if vim.bo[ev.buf].buftype ~= '' or api.nvim_buf_get_name(ev.buf) == '' then
+        return
+      end
+      local root = vim.fs.root(ev.buf, { '.git' })
+      if not root then
+        return
+      end
+      local files = api.nvim_get_runtime_file('lsp/tether.lua', false)
+      local base = dofile(files[1])
+      base.root_dir = nil
+      vim.lsp.start(vim.tbl_extend('force', base, { name = 'tether', root_dir = root }), { bufnr = ev.buf })
+    end,
+  })
 end
 
 return M

@@ -4,6 +4,23 @@ local M = {}
 
 M.NAME = 'tether'
 
+-- Neovim 0.11 made client methods take `self` (`client:request`); 0.10 has plain function fields.
+local HAS_METHODS = vim.fn.has('nvim-0.11') == 1
+
+local function request(client, ...)
+  if HAS_METHODS then
+    return client:request(...)
+  end
+  return client.request(...)
+end
+
+local function request_sync(client, ...)
+  if HAS_METHODS then
+    return client:request_sync(...)
+  end
+  return client.request_sync(...)
+end
+
 local NO_CLIENT = "no tether language server is running for this buffer: add vim.lsp.enable('tether') "
   .. 'to your config and open a file inside a git workspace (:help tether-setup)'
 
@@ -55,7 +72,7 @@ function M.exec(command, args, opts, cb)
   end
   local params = { command = command, arguments = { as_object(args) } }
   require('tether.log').write('debug', 'request %s %s', command, vim.json.encode(params.arguments[1]))
-  local ok = client:request('workspace/executeCommand', params, function(rpc_err, result)
+  local ok = request(client, 'workspace/executeCommand', params, function(rpc_err, result)
     if rpc_err then
       local msg = type(rpc_err) == 'table' and (rpc_err.message or vim.inspect(rpc_err)) or tostring(rpc_err)
       require('tether.log').write('warn', '%s failed: %s', command, msg)
@@ -72,7 +89,8 @@ end
 --- Synchronous variant for `:checkhealth` (which must return its report in one go).
 ---@return table? result, string? err
 function M.exec_sync(client, command, args, timeout_ms)
-  local response, err = client:request_sync(
+  local response, err = request_sync(
+    client,
     'workspace/executeCommand',
     { command = command, arguments = { as_object(args) } },
     timeout_ms or 3000
