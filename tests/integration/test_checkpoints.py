@@ -628,3 +628,21 @@ def test_stale_ref_lock_from_a_killed_process_is_cleared(tmp_path: Path) -> None
     (refs / "0000000002.lock").write_text("")
     store.create("t2")
     assert len(store.list()) == 2
+
+
+def test_restored_files_keep_their_private_permissions(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    secret = repo / "id_key"
+    secret.write_text("v1\n")
+    secret.chmod(0o600)
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    secret.write_text("v2\n")
+    store.rollback(steps=1)
+    assert secret.read_text() == "v1\n"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    secret.chmod(0o700)  # becomes executable: git records only that bit
+    store.create("t2")
+    secret.chmod(0o600)
+    store.rollback(steps=1)
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o700

@@ -190,7 +190,7 @@ def _write_one(
         if c.new_mode == SYMLINK:
             os.symlink(os.fsdecode(data), tmp)
         else:
-            mode = (0o777 if c.new_mode == EXEC else 0o666) & ~mask
+            mode = _file_mode(path, executable=c.new_mode == EXEC, mask=mask)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             try:
                 view = memoryview(data)
@@ -203,6 +203,19 @@ def _write_one(
         os.replace(tmp, path)
     except OSError as exc:
         raise CheckpointError(f"rollback could not write {c.path}: {exc.strerror or exc}") from exc
+
+
+def _file_mode(path: Path, *, executable: bool, mask: int) -> int:
+    """Git records only the executable bit. An existing file keeps its other permission bits (a
+    0600 secret stays 0600); a file written back gets the umask's, as `git checkout` does."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode):
+        base = stat.S_IMODE(st.st_mode) & 0o666
+        return base | ((base & 0o444) >> 2) if executable else base
+    return (0o777 if executable else 0o666) & ~mask
 
 
 def _private_tmp(workspace: Path) -> Path | None:
