@@ -159,3 +159,25 @@ def test_a_bwrap_setup_failure_is_unavailable_not_a_command_failure(tmp_path: Pa
     request = RunRequest(("true",), None, tmp_path / "missing", tmp_path, 30, 1000)
     with pytest.raises(SandboxUnavailable, match="could not set up the sandbox"):
         runner.run(request)
+
+
+def test_read_only_workspace(runner: Runner, tmp_path: Path) -> None:
+    """Read-mode commands get no checkpoint, so the sandbox keeps the whole workspace read-only."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("a\n")
+    request = RunRequest(
+        argv=None,
+        script="cat a.txt; echo x >> a.txt; echo y > sub/new; mkdir d; rm a.txt; "
+        "echo tmp > ${TMPDIR:-/tmp}/t; cat ${TMPDIR:-/tmp}/t",
+        cwd=tmp_path,
+        workspace=tmp_path,
+        timeout=30,
+        max_output_bytes=10_000,
+        protected=(tmp_path / ".git",),
+        read_only_workspace=True,
+    )
+    result = runner.run(request)
+    assert result.stdout == "a\ntmp\n"  # reads work, and scratch space outside the workspace too
+    assert (tmp_path / "a.txt").read_text() == "a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "sub"]
+    assert list((tmp_path / "sub").iterdir()) == []

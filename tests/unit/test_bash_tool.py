@@ -259,3 +259,10 @@ def test_cancel_while_waiting_for_a_slot(ws: Path) -> None:
     assert not outcome.ok
     assert "cancelled" in outcome.text
     assert len(runner.requests) == 1
+
+
+def test_read_mode_runs_with_a_read_only_workspace(ws: Path) -> None:
+    runner = FakeRunner()
+    TOOL.prepare(_ctx(ws, runner), {"command": "ls"}).execute()
+    TOOL.prepare(_ctx(ws, runner), {"command": "pytest -q"}).execute()
+    assert [r.read_only_workspace for r in runner.requests] == [True, False]

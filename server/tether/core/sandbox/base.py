@@ -22,6 +22,9 @@ class RunRequest:
     `protected` are absolute paths inside the workspace that must stay read-only even though the
     workspace is writable (the gate fills it from the policy's `protected_write_paths`); they may
     not exist yet, and creating them must fail too.
+
+    `read_only_workspace` makes the whole workspace read-only: for commands the policy allowed in
+    read mode, which the gate runs without a checkpoint, so they must not be able to change a thing.
     """
 
     argv: tuple[str, ...] | None
@@ -32,6 +35,7 @@ class RunRequest:
     max_output_bytes: int
     protected: tuple[Path, ...] = ()
     env_passthrough: tuple[str, ...] = ()
+    read_only_workspace: bool = False
 
     def __post_init__(self) -> None:
         if (self.argv is None) == (self.script is None):

@@ -106,7 +106,7 @@ def bwrap_args(
     ]
     if git_excludes is not None:
         args += ["--ro-bind", str(git_excludes), GIT_EXCLUDES_IN_SANDBOX]
-    args += ["--bind", ws, ws]
+    args += ["--ro-bind" if request.read_only_workspace else "--bind", ws, ws]
     for path in protected:
         args += ["--ro-bind", str(path), str(path)]
     # Masks go after the workspace bind: a workspace that is a home directory must not re-expose them.
@@ -138,7 +138,9 @@ class BubblewrapRunner(Runner):
         ensure_confinable(request.workspace, request.cwd)
         env = sandbox_env(request.env_passthrough, workspace=request.workspace)
         with contextlib.ExitStack() as stack:
-            pinned = stack.enter_context(pinned_protected(request.workspace, request.protected))
+            # A read-only workspace needs no per-path protection (and no placeholders).
+            protected = () if request.read_only_workspace else request.protected
+            pinned = stack.enter_context(pinned_protected(request.workspace, protected))
             excludes = None
             patterns = placeholder_excludes(request.workspace, pinned.placeholders)
             if patterns:

@@ -66,8 +66,9 @@ def firejail_args(
         "--keep-var-tmp",  # else a workspace under /var/tmp would be hidden (it is read-only anyway)
         f"--whitelist={ws}",
         "--read-only=/",
-        f"--read-write={ws}",
     ]
+    # The whitelist bind of the workspace is writable whatever `--read-only=/` says: say it again.
+    args.append(f"--read-only={ws}" if request.read_only_workspace else f"--read-write={ws}")
     args += [f"--read-only={_path_arg(p)}" for p in protected]
     for path in masked_paths():
         if is_within(path, Path("/tmp")) or is_within(request.workspace, path):
@@ -117,7 +118,8 @@ class FirejailRunner(Runner):
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
         ensure_confinable(request.workspace, request.cwd)
         env = sandbox_env(request.env_passthrough, workspace=request.workspace)
-        with pinned_protected(request.workspace, request.protected) as pinned, StartMarker() as marker:
+        protected = () if request.read_only_workspace else request.protected
+        with pinned_protected(request.workspace, protected) as pinned, StartMarker() as marker:
             args = firejail_args(request, pinned.paths, self.binary, marker)
             spawn = Spawn(
                 argv=args,

@@ -80,12 +80,23 @@ def file_mask(abi: int) -> int:
 
 
 def plan_rules(
-    workspace: Path, protected: tuple[Path, ...], masked: list[Path], tmpdir: Path, abi: int
+    workspace: Path,
+    protected: tuple[Path, ...],
+    masked: list[Path],
+    tmpdir: Path,
+    abi: int,
+    *,
+    read_only_workspace: bool = False,
 ) -> list[tuple[str, int]]:
     """(path, rights) pairs: read everywhere but masked paths, write in workspace and tmp only."""
     full = handled_fs(abi)
     rules: list[tuple[str, int]] = []
     _carve(Path("/"), READ, READ_DIR, [m for m in masked if m != Path("/")], rules)
+    if read_only_workspace:
+        rules.append((str(workspace), READ))
+        rules.append((str(tmpdir), full))
+        rules += [(dev, READ_FILE | WRITE_FILE) for dev in _DEV_WRITABLE if os.path.exists(dev)]
+        return rules
     ws_closed = [p if p.is_absolute() else workspace / p for p in protected]
     ws_closed = [p for p in ws_closed if is_within(p, workspace)]
     if ws_closed:
@@ -173,7 +184,14 @@ class LandlockRunner(Runner):
                 "handled_net": (NET_BIND_TCP | NET_CONNECT_TCP) if self.abi >= 4 else 0,
                 "scoped": (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if self.abi >= 6 else 0,
                 "file_mask": file_mask(self.abi),
-                "rules": plan_rules(request.workspace, request.protected, masked_paths(), tmpdir, self.abi),
+                "rules": plan_rules(
+                    request.workspace,
+                    request.protected,
+                    masked_paths(),
+                    tmpdir,
+                    self.abi,
+                    read_only_workspace=request.read_only_workspace,
+                ),
                 "argv": list(request.command_argv()),
                 "cwd": str(request.cwd),
                 "parent": os.getpid(),

@@ -166,6 +166,8 @@ class Plan:
             max_output_bytes=self.max_output_bytes,
             protected=self.protected,
             env_passthrough=self.env_passthrough,
+            # Read-mode commands run without a checkpoint: the sandbox makes sure they change nothing.
+            read_only_workspace=self.permission == "read",
         )
 
 
