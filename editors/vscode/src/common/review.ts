@@ -55,8 +55,9 @@ async function chooseHunk(server: TetherServer, verb: string): Promise<{ proposa
     const hunk = proposalIdOf(editor.document.uri) ? hunkAtProposedLine(proposal, line) : hunkAtBufferLine(proposal, line);
     if (hunk) return { proposal, hunk };
   }
+  // Not on a hunk: ask, even when there is only one; acting on a hunk the user is not looking at
+  // would be a surprise.
   const hunks = pendingHunks(proposal);
-  if (hunks.length === 1) return { proposal, hunk: hunks[0] };
   const picked = await vscode.window.showQuickPick(
     hunks.map((h) => ({ label: hunkLabel(h), detail: h.diff.split("\n").slice(1, 4).join(" ⏎ "), hunk: h })),
     { placeHolder: `The cursor is not on a pending hunk: pick the hunk to ${verb}` },
