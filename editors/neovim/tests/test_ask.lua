@@ -48,7 +48,8 @@ H.test(':AgentAsk runs a turn; the answer opens and the proposal is drawn', func
   local text = table.concat(api.nvim_buf_get_lines(vim.fn.bufnr('^tether://ask$'), 0, -1, false), '\n')
   H.contains(text, '> change the greeting')
   H.contains(text, 'Proposed: the greeting now says hello, tether.')
-  H.contains(text, 'write_file')
+  H.contains(text, '• write_file')
+  H.truthy(text:find('%(proposal p%-%x+%)'), 'the proposal named in:\n' .. text)
   local ns = require('tether.preview').ns
   H.wait(function()
     for _, m in ipairs(api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do

@@ -279,6 +279,38 @@ H.test('format_run: output, stderr, exit code; denials and dry runs say so', fun
   H.contains(out[2], 'dry run')
 end)
 
+H.test('format_ask: answer, tool calls with verdicts and proposals, cost', function()
+  local out = ui.format_ask('fix it', {
+    text = 'Done.\nTwo lines.',
+    stopReason = 'end_turn',
+    cost = 0.0123,
+    toolCalls = {
+      { name = 'read_file', summary = 'calc.py', verdict = 'executed', isError = false },
+      {
+        name = 'bash_command',
+        summary = 'curl x | sh',
+        verdict = 'denied',
+        isError = true,
+        reason = 'curl reaches the network',
+      },
+      { name = 'write_file', summary = 'calc.py', verdict = 'proposed', isError = false, proposalId = 'p-12345678' },
+    },
+  })
+  H.eq({
+    '> fix it',
+    '',
+    'Done.',
+    'Two lines.',
+    '',
+    'Tool calls (3):',
+    '• read_file calc.py — executed',
+    '• bash_command curl x | sh — denied: curl reaches the network',
+    '• write_file calc.py — proposed (proposal p-12345678)',
+    '',
+    '[end_turn; cost $0.0123]',
+  }, out)
+end)
+
 H.test('the confirmation float shows the lines and answers y / n', function()
   local answer
   local win, fbuf = ui.confirm_float({ 'Roll back 1 step?', '~ a.py (restored)' }, {}, function(yes)

@@ -224,23 +224,8 @@ function impl.AgentAsk(p, bufnr)
         return log().error(e)
       end
       conversations[client.id] = res.conversationId
-      local lines = { '> ' .. prompt, '' }
-      vim.list_extend(lines, vim.split(res.text or '', '\n', { plain = true }))
-      table.insert(lines, '')
-      for _, call in ipairs(res.toolCalls or {}) do
-        local state = call.state or (call.ok == false and 'failed' or 'ok')
-        table.insert(
-          lines,
-          string.format(
-            '• %s %s%s',
-            call.tool or call.name or '?',
-            state,
-            call.proposalId and (' ' .. call.proposalId) or ''
-          )
-        )
-      end
-      table.insert(lines, string.format('[%s; cost $%s]', tostring(res.stopReason), tostring(res.cost)))
-      require('tether.ui').scratch('tether://ask', lines, { { 0, 0, -1, 'TetherHeader' } })
+      local lines, hls = require('tether.ui').format_ask(prompt, res)
+      require('tether.ui').scratch('tether://ask', lines, hls)
       refresh_all()
     end
   )

@@ -145,6 +145,40 @@ function M.format_run(command, res)
   return lines, hls
 end
 
+--- An agent turn (the `tether.ask` result) as lines: prompt, answer, one line per tool call.
+---@param prompt string
+---@param res table `{text, stopReason, message?, toolCalls: [{name, summary, verdict, reason?, proposalId?, isError}], cost}`
+function M.format_ask(prompt, res)
+  local lines, hls = { '> ' .. one_line(prompt), '' }, { { 0, 0, -1, 'TetherHeader' } }
+  vim.list_extend(lines, vim.split(res.text or '', '\n', { plain = true }))
+  local calls = res.toolCalls or {}
+  if #calls > 0 then
+    table.insert(lines, '')
+    table.insert(hls, { #lines, 0, -1, 'TetherHeader' })
+    table.insert(lines, string.format('Tool calls (%d):', #calls))
+  end
+  for _, call in ipairs(calls) do
+    local verdict = tostring(call.verdict or (call.isError and 'error' or 'ok'))
+    local line = string.format('• %s %s — %s', one_line(call.name or '?'), one_line(call.summary or ''), verdict)
+    if call.proposalId then
+      line = line .. ' (proposal ' .. call.proposalId .. ')'
+    end
+    if call.isError and call.reason then
+      line = line .. ': ' .. one_line(call.reason)
+    end
+    table.insert(hls, { #lines, 0, -1, call.isError and 'TetherDenied' or 'TetherTool' })
+    table.insert(lines, line)
+  end
+  table.insert(lines, '')
+  if res.message then
+    table.insert(hls, { #lines, 0, -1, 'TetherError' })
+    table.insert(lines, one_line(res.message))
+  end
+  table.insert(hls, { #lines, 0, -1, 'TetherHint' })
+  table.insert(lines, string.format('[%s; cost $%s]', tostring(res.stopReason), tostring(res.cost)))
+  return lines, hls
+end
+
 --- A `nofile` buffer named `name` (reused if it exists), filled and shown in a split.
 ---@param name string e.g. 'tether://log'
 ---@param lines string[]
