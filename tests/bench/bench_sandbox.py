@@ -36,9 +36,12 @@ def plain_spawn(rounds: int) -> float:
     return _median_ms(samples)
 
 
-def backend_spawn(name: str, ws: Path, rounds: int, protected: tuple[Path, ...] | None = None) -> float:
+def backend_spawn(
+    name: str, ws: Path, rounds: int, protected: tuple[Path, ...] | None = None, read_only: bool = False
+) -> float:
     runner = make_runner(name)
     request = RunRequest(
+        read_only_workspace=read_only,
         argv=("true",),
         script=None,
         cwd=ws,
@@ -135,6 +138,11 @@ def main() -> None:
             med = backend_spawn(preferred, ws, args.rounds, full)
             print(
                 f"{preferred:>10} with the policy's {len(full)} protected paths (most need a placeholder): "
+                f"median {med:.2f} ms, +{med - base:.2f} ms over plain"
+            )
+            med = backend_spawn(preferred, ws, args.rounds, full, read_only=True)
+            print(
+                f"{preferred:>10} read-mode command (read-only workspace, no placeholders): "
                 f"median {med:.2f} ms, +{med - base:.2f} ms over plain"
             )
             growth, seconds, kept = memory_while_capping(preferred, ws)
