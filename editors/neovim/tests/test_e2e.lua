@@ -25,6 +25,7 @@ for i = 1, 20 do
 end
 local file = ws .. '/app.py'
 vim.fn.writefile(original, file)
+vim.fn.writefile({ 'alpha', 'beta', 'gamma' }, ws .. '/notes.txt')
 sh({ 'git', 'init', '-q' }, ws)
 sh({ 'git', 'config', 'user.email', 'test@example.com' }, ws)
 sh({ 'git', 'config', 'user.name', 'Test' }, ws)
@@ -249,6 +250,53 @@ H.test(':AgentDiff shows current vs proposed; rejecting in the diff tab updates 
   vim.cmd('tabclose')
   api.nvim_set_current_buf(buf)
   vim.cmd('silent write')
+end)
+
+H.test('a hunk accepted after typing above it lands on the moved lines (the server rebases)', function()
+  local now = buffer()
+  local want = vim.deepcopy(now)
+  want[12] = 'value_12 = 1200'
+  exec(
+    'tether.runTool',
+    { name = 'write_file', input = { path = 'app.py', content = table.concat(want, '\n') .. '\n' } }
+  )
+  H.wait(function()
+    return #marks() >= 1
+  end, 'the proposal drawn')
+  api.nvim_buf_set_lines(buf, 0, 0, false, { '# typed 1', '# typed 2' })
+  api.nvim_win_set_cursor(0, { 14, 0 })
+  vim.cmd('AgentAccept')
+  H.wait(function()
+    return buffer()[14] == 'value_12 = 1200'
+  end, 'the hunk applied two lines lower')
+  local expected = { '# typed 1', '# typed 2' }
+  vim.list_extend(expected, want)
+  H.eq(expected, buffer())
+  api.nvim_buf_set_lines(buf, 0, 2, false, {})
+  vim.cmd('silent write')
+end)
+
+H.test(':AgentDiff {id} opens the proposal of another file, loading it; :AgentReject % there', function()
+  local res =
+    exec('tether.runTool', { name = 'write_file', input = { path = 'notes.txt', content = 'alpha\nBETA\ngamma\n' } })
+  local id = res.result.proposalId or res.proposal.id
+  H.eq({ id }, vim.fn.getcompletion('AgentDiff ' .. id:sub(1, 5), 'cmdline'), 'completion offers it')
+  vim.cmd('AgentDiff ' .. id)
+  H.wait(function()
+    return vim.b.tether_proposal == id
+  end, 'the diff tab')
+  local wins = api.nvim_tabpage_list_wins(0)
+  local left = api.nvim_win_get_buf(wins[1])
+  H.eq(ws .. '/notes.txt', api.nvim_buf_get_name(left))
+  H.eq({ 'alpha', 'beta', 'gamma' }, api.nvim_buf_get_lines(left, 0, -1, false))
+  H.eq({ 'alpha', 'BETA', 'gamma' }, api.nvim_buf_get_lines(0, 0, -1, false))
+  vim.cmd('AgentReject %')
+  H.wait(function()
+    return exec('tether.proposal', { id = id }).proposal.state == 'rejected'
+  end, 'the proposal rejected')
+  H.eq({}, vim.fn.getcompletion('AgentDiff ' .. id, 'cmdline'), 'a rejected proposal is not offered')
+  vim.cmd('tabclose')
+  api.nvim_set_current_buf(buf)
 end)
 
 local before_last_accept

@@ -98,9 +98,13 @@ end
 
 local function complete_pending_ids(arglead)
   local ids, seen = {}, {}
-  for _, list in pairs(preview().proposals) do
+  local client = lsp().get_client()
+  local res = client and lsp().exec_sync(client, 'tether.proposals', {}, 500)
+  local lists = res and { res.proposals or {} } or preview().proposals
+  for _, list in pairs(lists) do
     for _, p in ipairs(list) do
-      if not seen[p.id] and vim.startswith(p.id, arglead) then
+      local open = p.state ~= 'accepted' and p.state ~= 'rejected'
+      if open and not seen[p.id] and vim.startswith(p.id, arglead) then
         seen[p.id] = true
         table.insert(ids, p.id)
       end

@@ -83,8 +83,9 @@ local function fill(right, data, view_lines)
   M.tabs[right] = data
 end
 
---- Open `proposal_id` (from `bufnr`) in a new diff tab.
----@param bufnr integer the real buffer (the left side)
+--- Open `proposal_id` in a new diff tab, its file's buffer on the left (loaded if needed, so the
+--- language server attaches and accepted hunks reach it through workspace/applyEdit).
+---@param bufnr integer the buffer the command was given in (for finding the client)
 ---@param proposal_id string
 function M.open(bufnr, proposal_id)
   local log = require('tether.log')
@@ -96,6 +97,11 @@ function M.open(bufnr, proposal_id)
     local proposal = res.proposal or {}
     local lines, spans = M.view(res.proposedContent or '', proposal.hunks)
     local name = string.format('tether://proposal/%s/%s', proposal_id, proposal.path or '')
+    if proposal.uri then
+      bufnr = vim.uri_to_bufnr(proposal.uri)
+      vim.fn.bufload(bufnr)
+      vim.bo[bufnr].buflisted = true
+    end
     vim.cmd('tab sbuffer ' .. bufnr)
     vim.cmd('diffthis')
     local existing = vim.fn.bufnr('^' .. vim.pesc(name) .. '$')
