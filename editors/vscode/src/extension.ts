@@ -31,6 +31,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ...registerCommands({ server, views, secrets: context.secrets }),
     server.onEvent(() => void running.refreshStatus()),
     vscode.workspace.onDidChangeConfiguration((event) => {
+      // A new start-up permission setting replaces the mode picked earlier in this session.
+      if (event.affectsConfiguration("tether.permissions")) running.sessionPermissions = undefined;
       if (needsRestart(event)) void running.restart();
     }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => void running.restart()),
