@@ -23,6 +23,15 @@ function M.bootstrap()
       end
     end,
   })
+  api.nvim_create_autocmd('BufWipeout', {
+    group = group,
+    callback = function(ev)
+      local preview = package.loaded['tether.preview']
+      if preview then
+        preview.proposals[ev.buf], preview.drawn[ev.buf] = nil, nil
+      end
+    end,
+  })
   api.nvim_create_autocmd('LspProgress', {
     group = group,
     callback = function(ev)
