@@ -299,6 +299,38 @@ H.test(':AgentDiff {id} opens the proposal of another file, loading it; :AgentRe
   api.nvim_set_current_buf(buf)
 end)
 
+H.test('typing in the context of a hunk then accepting it: a clear stale error, the buffer keeps your text', function()
+  local now = buffer()
+  local want = vim.deepcopy(now)
+  want[8] = 'value_08 = 800'
+  local res = exec(
+    'tether.runTool',
+    { name = 'write_file', input = { path = 'app.py', content = table.concat(want, '\n') .. '\n' } }
+  )
+  local id = res.result.proposalId or res.proposal.id
+  H.wait(function()
+    return #marks() >= 1
+  end, 'the proposal drawn')
+  -- Change a context line of the hunk (line 7; the hunk replaces line 8).
+  api.nvim_buf_set_lines(buf, 6, 7, false, { 'mine 7' })
+  local mine = buffer()
+  api.nvim_win_set_cursor(0, { 8, 0 })
+  local before = #seen
+  vim.cmd('AgentAccept')
+  H.wait(function()
+    return #seen > before and seen[#seen].level == vim.log.levels.ERROR
+  end, 'an error message')
+  H.contains(seen[#seen].msg, 'tether.accept: ')
+  H.contains(seen[#seen].msg:lower(), 'stale')
+  H.eq(mine, buffer(), 'nothing applied over the typed text')
+  vim.cmd('AgentReject %')
+  H.wait(function()
+    return exec('tether.proposal', { id = id }).proposal.state == 'rejected'
+  end, 'rejected')
+  api.nvim_buf_set_lines(buf, 0, -1, false, now)
+  vim.cmd('silent write')
+end)
+
 local before_last_accept
 
 H.test("the server's code action accepts a hunk; the preview follows from tether/event alone", function()
@@ -497,5 +529,14 @@ H.test('the log file never holds the key either', function()
   end
 end)
 
-vim.lsp.stop_client(client.id, true)
+H.test('when the server is gone, commands say so instead of failing', function()
+  vim.lsp.stop_client(client.id, true)
+  H.wait(function()
+    return #vim.lsp.get_clients({ name = 'tether' }) == 0
+  end, 'the client stopped')
+  vim.cmd('AgentLog')
+  H.contains(seen[#seen].msg, 'no tether language server is running')
+  H.eq(vim.log.levels.ERROR, seen[#seen].level)
+end)
+
 H.finish()

@@ -143,6 +143,32 @@ H.test('an insertion at the end of the file hangs below the last line', function
   H.eq('p-1a2b3c4d', (preview.hunk_at(buf, 9)) and preview.hunk_at(buf, 9).id)
 end)
 
+H.test('odd server data does not break drawing: ranges past the end, no hunks, no range', function()
+  local p = proposal()
+  p.hunks = {
+    {
+      index = 1,
+      state = 'pending',
+      added = { 'x\n' },
+      range = { start = { line = 50, character = 0 }, ['end'] = { line = 60, character = 0 } },
+    },
+    { index = 2, state = 'pending', added = { 'y\n' } },
+    {
+      index = 3,
+      state = 'pending',
+      range = { start = { line = 1, character = 0 }, ['end'] = { line = 2, character = 0 } },
+    },
+  }
+  preview.render(buf, { p, { id = 'p-empty', uri = p.uri, state = 'pending' } })
+  local all = marks()
+  H.eq(2, #all, 'the hunk past the end hangs below the last line; the one without range is skipped')
+  H.eq(9, all[#all][2])
+  H.eq(1, all[1][2], 'a hunk with no added lines still highlights its rows')
+  require('tether.lsp').on_event(nil, nil, nil)
+  require('tether.lsp').on_event(nil, {}, nil)
+  preview.render(buf, {})
+end)
+
 H.test('accepted and rejected proposals are not drawn; previews off still finds hunks', function()
   preview.render(buf, { proposal({ state = 'accepted' }), proposal({ id = 'p-33333333', state = 'rejected' }) })
   H.eq(0, #marks())

@@ -148,7 +148,11 @@ function M.on_event(_, params, ctx)
   if client then
     require('tether.preview').refresh(client)
   end
-  if type(params) == 'table' and require('tether.config').get().notify_events then
+  if type(params) ~= 'table' or type(params.state) ~= 'string' then
+    require('tether.log').write('warn', 'ignoring malformed tether/event: %s', vim.inspect(params))
+    return
+  end
+  if require('tether.config').get().notify_events then
     local text, level = M.describe_event(params)
     require('tether.log').notify(text, level)
   end
