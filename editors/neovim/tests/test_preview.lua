@@ -73,35 +73,70 @@ end
 
 H.test('pending hunks are drawn: delete highlight, virtual lines, sign, label', function()
   preview.render(buf, { proposal(), other }, { sign_text = '+' })
-  local all = marks()
-  H.eq(3, #all, 'hunk 1 (highlight + virtual lines) and hunk 2; accepted hunk 3 and the other file are not drawn')
-  local del = all[1]
-  H.eq(2, del[2], 'starts on row 2')
-  H.eq(4, del[4].end_row, 'ends before row 4')
-  H.eq('TetherDelete', del[4].hl_group)
-  H.eq(true, del[4].hl_eol)
-  H.eq('+', vim.trim(del[4].sign_text))
-  H.eq('TetherSign', del[4].sign_hl_group)
-  H.eq({ { ' p-1a2b3c4d hunk 1/3', 'TetherHint' } }, del[4].virt_text)
-  local added = all[2]
-  H.eq(3, added[2], 'proposed lines below the last replaced row')
-  local width = vim.o.tabstop
+  local ranges, signs, virt = {}, {}, {}
+  for _, m in ipairs(marks()) do
+    local d = m[4]
+    if d.hl_group then
+      table.insert(ranges, { m[2], d.end_row, d.hl_group, d.hl_eol })
+    end
+    if d.sign_text then
+      table.insert(signs, { m[2], vim.trim(d.sign_text), d.sign_hl_group, d.virt_text[1][1] })
+    end
+    if d.virt_lines then
+      local texts = {}
+      for _, vl in ipairs(d.virt_lines) do
+        table.insert(texts, vl[1][1] .. '|' .. vl[1][2])
+      end
+      table.insert(virt, { m[2], d.virt_lines_above or false, texts })
+    end
+  end
+  -- Accepted hunk 3 and the other file's proposal are not drawn.
+  H.eq({ { 2, 4, 'TetherDelete', true } }, ranges, 'rows 2-3 highlighted')
+  H.eq({ { 2, '+', 'TetherSign', ' p-1a2b3c4d hunk 1/3' }, { 7, '+', 'TetherSign', ' p-1a2b3c4d hunk 2/3' } }, signs)
+  local tab = string.rep(' ', vim.o.tabstop)
   H.eq({
-    { { 'new 3', 'TetherAdd' } },
-    { { string.rep(' ', width) .. 'new 3b', 'TetherAdd' } },
-    { { 'new 4', 'TetherAdd' } },
-  }, added[4].virt_lines)
-  local ins = all[3]
-  H.eq(7, ins[2])
-  H.eq(true, ins[4].virt_lines_above, 'an insertion shows above the row it goes before')
-  H.eq({ { { 'inserted', 'TetherAdd' } } }, ins[4].virt_lines)
+    { 3, false, { 'new 3|TetherAdd', tab .. 'new 3b|TetherAdd', 'new 4|TetherAdd' } },
+    { 7, true, { 'inserted|TetherAdd' } },
+  }, virt, 'proposed lines below the replaced rows; an insertion above the row it goes before')
   H.eq({ 'line 3', 'line 4' }, api.nvim_buf_get_lines(buf, 2, 4, false), 'the buffer text is untouched')
+end)
+
+H.test('on screen: one sign per hunk, proposed lines where they would go', function()
+  preview.render(buf, { proposal() }, { sign_text = '+' })
+  vim.o.signcolumn = 'yes:1'
+  vim.cmd('redraw!')
+  local screen = {}
+  for r = 1, 16 do
+    local chars = {}
+    for c = 1, 40 do
+      chars[#chars + 1] = vim.fn.screenstring(r, c)
+    end
+    screen[r] = (table.concat(chars):gsub('%s+$', ''))
+  end
+  local tab = string.rep(' ', vim.o.tabstop)
+  H.eq({
+    '  line 1',
+    '  line 2',
+    '+ line 3  p-1a2b3c4d hunk 1/3',
+    '  line 4',
+    '  new 3',
+    '  ' .. tab .. 'new 3b',
+    '  new 4',
+    '  line 5',
+    '  line 6',
+    '  line 7',
+    '  inserted',
+    '+ line 8  p-1a2b3c4d hunk 2/3',
+    '  line 9',
+    '  line 10',
+  }, vim.list_slice(screen, 1, 14))
+  vim.o.signcolumn = 'auto'
 end)
 
 H.test('rendering again replaces the marks instead of adding to them', function()
   preview.render(buf, { proposal() })
   preview.render(buf, { proposal() })
-  H.eq(3, #marks())
+  H.eq(4, #marks(), 'hunk 1: highlight, sign, virtual lines; hunk 2: one mark')
   preview.render(buf, {})
   H.eq(0, #marks(), 'no proposals, no marks')
 end)
@@ -161,7 +196,7 @@ H.test('odd server data does not break drawing: ranges past the end, no hunks, n
   }
   preview.render(buf, { p, { id = 'p-empty', uri = p.uri, state = 'pending' } })
   local all = marks()
-  H.eq(2, #all, 'the hunk past the end hangs below the last line; the one without range is skipped')
+  H.eq(3, #all, 'past the end: one mark below the last line; no range: skipped; no added lines: highlight + sign')
   H.eq(9, all[#all][2])
   H.eq(1, all[1][2], 'a hunk with no added lines still highlights its rows')
   require('tether.lsp').on_event(nil, nil, nil)

@@ -127,24 +127,24 @@ function M.render(bufnr, proposals, opts)
         local label = string.format(' %s hunk %d/%d', proposal.id, hunk.index, total)
         local mark
         if last > first then
-          -- Delete highlight over the replaced rows, sign and label on the first one.
+          -- Delete highlight over the replaced rows. The sign and label get their own mark on the
+          -- first row: a ranged mark would put its sign on every row it touches, including `last`.
           mark = api.nvim_buf_set_extmark(
             bufnr,
             M.ns,
             first,
             0,
-            look({
-              end_row = last,
-              end_col = 0,
-              hl_group = 'TetherDelete',
-              hl_eol = true,
+            look({ end_row = last, end_col = 0, hl_group = 'TetherDelete', hl_eol = true, priority = 150 })
+          )
+          if visible then
+            api.nvim_buf_set_extmark(bufnr, M.ns, first, 0, {
               sign_text = opts.sign_text or '▎',
               sign_hl_group = 'TetherSign',
               virt_text = { { label, 'TetherHint' } },
               virt_text_pos = 'eol',
               priority = 150,
             })
-          )
+          end
           local lines = M.virt_lines(hunk)
           if visible and #lines > 0 then
             api.nvim_buf_set_extmark(bufnr, M.ns, last - 1, 0, { virt_lines = lines, priority = 150 })
