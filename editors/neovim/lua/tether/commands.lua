@@ -316,7 +316,6 @@ function impl.AgentMode(p, bufnr)
     if e then
       return log().error(e)
     end
-    vim.g.tether_permissions = res.permissions
     log().info('permissions: ' .. tostring(res.permissions))
   end)
 end
