@@ -240,6 +240,26 @@ H.test('every config field has a help tag, and the help has no stale field', fun
   end
 end)
 
+H.test("docs/neovim.md's defaults table matches config.lua too", function()
+  local path = vim.g.tether_test_root .. '/../../docs/neovim.md'
+  H.truthy(vim.uv.fs_stat(path), 'docs/neovim.md exists next to the plugin')
+  local rows = {}
+  for _, line in ipairs(vim.fn.readfile(path)) do
+    -- | `field` | `default` (note) | meaning |
+    local name, default = line:match('^| `([%w_]+)` | `([^`]*)`')
+    if name then
+      rows[name] = default
+    end
+  end
+  for name, field in pairs(config.schema) do
+    H.truthy(rows[name] ~= nil, name .. ' has a row')
+    H.eq(field.default, assert(loadstring('return ' .. rows[name]))(), 'default of ' .. name)
+  end
+  for name in pairs(rows) do
+    H.truthy(config.schema[name] ~= nil, 'documented field exists: ' .. name)
+  end
+end)
+
 H.test('every command is documented with a tag', function()
   local doc = read_doc()
   for name in pairs(commands.specs) do
