@@ -499,6 +499,17 @@ H.test(':AgentCheck prints the policy decision', function()
 end)
 
 H.test(':AgentRun runs through the gate; denied commands say why', function()
+  vim.cmd('AgentMode none')
+  H.wait(function()
+    return status().permissions == 'none'
+  end, 'no permissions')
+  vim.cmd('AgentRun ls')
+  H.wait(function()
+    local l = scratch('tether://run')
+    return l and l[1] == '$ ls' and #l > 1
+  end, 'the dry run')
+  H.contains(scratch('tether://run')[2], 'dry run (not permitted by the current permissions, see :AgentMode)')
+  vim.cmd('close')
   vim.cmd('AgentMode read,command')
   H.wait(function()
     return status().permissions:find('command') ~= nil

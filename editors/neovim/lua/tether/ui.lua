@@ -124,7 +124,7 @@ function M.format_run(command, res)
   end
   if res.dryRun then
     table.insert(hls, { #lines, 0, -1, 'TetherDenied' })
-    table.insert(lines, 'dry run (no command permission; :AgentMode command to run it): ' .. one_line(res.text))
+    table.insert(lines, 'dry run (not permitted by the current permissions, see :AgentMode): ' .. one_line(res.text))
     return lines, hls
   end
   for _, l in ipairs(vim.split(r.stdout or '', '\n', { plain = true, trimempty = true })) do
