@@ -31,7 +31,7 @@ def parse_permissions(text: str | None) -> Permissions:
         if word == "all":
             granted |= ALL_PERMISSIONS
         elif word in ALL_PERMISSIONS:
-            granted.add(word)  # type: ignore[arg-type]
+            granted.add(word)
         else:
             raise ConfigError(
                 f"unknown permission {word!r}: use none, read, write, command, all, or a comma list"

@@ -19,7 +19,6 @@ from tether.core.permissions import Permission
 
 if TYPE_CHECKING:
     from tether.core.proposals import Proposal, ProposalStore
-
     from tether.core.sandbox import Runner
 
 
