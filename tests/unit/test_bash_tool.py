@@ -109,6 +109,28 @@ def test_directory_is_resolved_inside_the_workspace(ws: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
+    [
+        {"command": "echo '{}' > settings.json", "directory": ".vscode"},
+        {"command": "echo x >> tasks.json", "directory": ".vscode"},
+        {"command": "cat a.txt > ../.envrc", "directory": "src"},
+        {"command": "cat ../../../etc/passwd", "directory": "src/deep"},
+    ],
+)
+def test_paths_are_judged_from_the_directory_the_command_runs_in(ws: Path, args: dict[str, object]) -> None:
+    """Judged from the workspace root these paths look harmless; from `directory` they are not."""
+    (ws / ".vscode").mkdir()
+    (ws / "src" / "deep").mkdir()
+    with pytest.raises(PolicyDenied):
+        TOOL.prepare(_ctx(ws, FakeRunner()), args)
+
+
+def test_relative_paths_from_a_subdirectory_may_reach_the_rest_of_the_workspace(ws: Path) -> None:
+    call = TOOL.prepare(_ctx(ws, FakeRunner()), {"command": "cat ../a.txt", "directory": "src"})
+    assert call.permission == "read"
+
+
+@pytest.mark.parametrize(
+    "args",
     [{}, {"command": ""}, {"command": 3}, {"command": "ls", "extra": 1}, {"command": "cat", "args": "a"}],
 )
 def test_bad_input_is_a_clear_error(ws: Path, args: dict[str, object]) -> None:

@@ -172,15 +172,19 @@ class Plan:
 
 
 def _decide(
-    command: str, args: list[str] | None, ws: Path, config: EffectiveConfig
+    command: str, args: list[str] | None, ws: Path, config: EffectiveConfig, cwd: Path
 ) -> tuple[Decision, Permission]:
-    """Read mode first (needs only `read`), then command mode; PolicyDenied when neither allows."""
+    """Read mode first (needs only `read`), then command mode; PolicyDenied when neither allows.
+
+    `cwd` is where the command will run: relative paths are judged from there, or `cat ../x`
+    with `directory` set would be checked against the wrong base.
+    """
     settings = config.policy
 
     def run(mode: Any) -> Decision:
         if args is not None:
-            return decide_argv([command, *args], mode, ws, settings)
-        return decide(command, mode, ws, settings)
+            return decide_argv([command, *args], mode, ws, settings, cwd=cwd)
+        return decide(command, mode, ws, settings, cwd=cwd)
 
     as_read = run("read")
     if as_read.allowed:
@@ -204,7 +208,7 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
         if not where.path.is_dir():
             raise ToolInputError(f"bash_command: directory {a['directory']!r} is not a directory")
         cwd = where.path
-    decision, permission = _decide(command, argv_args, ws, ctx.config)
+    decision, permission = _decide(command, argv_args, ws, ctx.config, cwd)
     argv: tuple[str, ...] | None
     if argv_args is not None:
         exact = (command, *argv_args)
