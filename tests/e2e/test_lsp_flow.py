@@ -135,7 +135,7 @@ async def test_propose_preview_accept_one_hunk_rollback_and_log(editor: Editor) 
     # Live views got one event per call.
     states = [(e.tool, e.state) for e in editor.events]
     assert states == [
-        ("write_file", "dry_run"),
+        ("write_file", "proposed"),
         ("accept", "partially_accepted"),
         ("rollback", "rolled_back"),
     ]

@@ -191,7 +191,7 @@ async def test_ask_runs_an_agent_turn_through_the_gate(tmp_path: Path, fake_api:
         begin = editor.client.progress_reports[tokens[0]][0]
         assert isinstance(begin, types.WorkDoneProgressBegin)
         assert begin.title == "Tether: agent turn"
-        assert any(e.tool == "write_file" and e.state == "dry_run" for e in editor.events)
+        assert any(e.tool == "write_file" and e.state == "proposed" for e in editor.events)
         assert editor.buffers[uri] == "hello\n"
     finally:
         await stop_editor(editor)

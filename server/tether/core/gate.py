@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from tether.core.config import EffectiveConfig, load_config
 from tether.core.permissions import Permission, Permissions, format_permissions
@@ -162,18 +162,14 @@ class Gate:
 
     def checkpoints(self) -> list[dict[str, Any]]:
         store = self._checkpoint_store()
-        listed = []
-        for cp in store.list():
-            listed.append(
-                {
-                    "id": cp.id,
-                    "time": cp.time,
-                    "tool": cp.tool,
-                    "message": cp.message,
-                    "files": store.files_changed_since(cp),
-                }
-            )
-        return listed
+        kept = store.list()
+        if not kept:
+            return []
+        changed = store.files_changed_since_many(kept)  # one snapshot of the present for all of them
+        return [
+            {"id": cp.id, "time": cp.time, "tool": cp.tool, "message": cp.message, "files": changed[cp.id]}
+            for cp in kept
+        ]
 
     def log(self, n: int | None = None) -> list[dict[str, Any]]:
         return self.audit.read(n)
@@ -269,7 +265,8 @@ class Gate:
             if decision is not None:
                 decision = {**decision, "decidedBy": "mode"}
             result = _from_outcome(name, outcome, dry_run=True, decision=decision)
-            return self._finish(result, record, sandbox=outcome.sandbox, state="dry_run")
+            state = "proposed" if outcome.proposal is not None else "dry_run"
+            return self._finish(result, record, sandbox=outcome.sandbox, state=state)
 
         veto = self._run_hooks("pre", name, args)
         if veto is not None:
@@ -323,8 +320,8 @@ class Gate:
         source: str = "cli",
     ) -> GateResult:
         """Apply all or some hunks of a proposal: checkpoint first, never blindly onto a moved file."""
-        from tether.core.fsutil import atomic_write_text
         from tether.core.policy import check_path
+        from tether.core.proposals import read_current_text
 
         record = _CallRecord(
             {"id": proposal_id, "hunks": list(hunks) if hunks is not None else None},
@@ -337,24 +334,26 @@ class Gate:
             check = check_path(proposal.path, self.workspace, write=True, settings=self.config.policy)
             if not check.ok or check.path is None:
                 raise PolicyDenied(check.reason)
-            target = check.path
-            document = self.documents.get(target)
-            current = document.text if document is not None else _read_or_empty(target)
-            try:
-                plan = self.proposals.plan_accept(proposal_id, hunks, current)
-            except ProposalStale:
-                self.proposals.mark_stale(proposal_id)
-                raise
+            document = self.documents.get(check.path)
+            in_editor = document is not None and apply is not None
+            if in_editor:
+                assert document is not None
+                current = document.text
+            else:
+                current = read_current_text(self.workspace, proposal.path)
+            plan = self.proposals.plan_accept(proposal_id, hunks, current)  # marks it stale if it can't
             checkpoint, warnings = self._take_checkpoint(f"accept {proposal.path}")
-            if document is not None and apply is not None:
-                if not apply(proposal, plan.hunks, plan.new_content):
+            if in_editor:
+                assert apply is not None
+                if not apply(proposal, list(plan.hunks), plan.new_content):
                     raise ProposalError(
                         "the editor did not apply the edit (refused, or the buffer changed); "
                         "the proposal is still pending"
                     )
+                updated = self.proposals.mark(proposal_id, accepted=plan.indices, rejected=())
             else:
-                atomic_write_text(target, plan.new_content, workspace=self.workspace)
-            updated = self.proposals.mark(proposal_id, accepted=plan.indices, rejected=())
+                # apply() re-reads the file and refuses if it moved since the plan: no blind write.
+                updated = self.proposals.apply(plan)
         except (TetherError, OSError) as exc:
             state = "stale" if isinstance(exc, ProposalStale) else "failed"
             message = str(exc) if isinstance(exc, TetherError) else f"cannot write the file: {exc}"
@@ -459,6 +458,7 @@ class Gate:
             "restored": list(plan.restored),
             "deleted": list(plan.deleted),
             "created": list(plan.created),
+            "kept": list(plan.kept),
             "checkpoint": before.id if before is not None else None,
         }
         verb = "Would roll back" if dry_run else "Rolled back"
@@ -466,6 +466,8 @@ class Gate:
             f"{verb} to before {plan.target.id} ({plan.target.tool}): "
             f"{len(plan.restored)} restored, {len(plan.deleted)} deleted, {len(plan.created)} created"
         )
+        if plan.kept:
+            text += f"; left alone (would lose data no checkpoint holds): {', '.join(plan.kept)}"
         result = GateResult(
             tool="rollback",
             ok=True,
@@ -495,7 +497,8 @@ class Gate:
         store = self._checkpoint_store()
         with self._checkpoint_lock:
             cp = store.create(summary)
-        return cp, list(cp.warnings) + [f"checkpoint skipped {path}" for path in cp.skipped]
+        # The warnings already name what was skipped and why; `cp.skipped` stays in the audit/metadata.
+        return cp, list(cp.warnings)
 
     # --- sandbox and hooks ---------------------------------------------------------------------
 
@@ -510,7 +513,7 @@ class Gate:
                     self._runner = select_runner(self.config.sandbox)
             return self._runner
 
-    def _run_hooks(self, phase: str, tool: str, payload: Mapping[str, Any]) -> str | None:
+    def _run_hooks(self, phase: Literal["pre", "post"], tool: str, payload: Mapping[str, Any]) -> str | None:
         hooks = self.config.hooks.pre_tool_use if phase == "pre" else self.config.hooks.post_tool_use
         if not hooks:
             return None
@@ -641,13 +644,3 @@ def _oversized(args: Mapping[str, Any]) -> str | None:
         if total > MAX_INPUT_BYTES:
             return f"tool input is too large (over {MAX_INPUT_BYTES // 1_000_000} MB); send smaller pieces"
     return None
-
-
-def _read_or_empty(path: Path) -> str:
-    if not path.exists():
-        return ""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProposalError(f"{path.name} is not valid UTF-8 text; cannot apply a text proposal") from exc

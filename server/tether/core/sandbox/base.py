@@ -36,6 +36,8 @@ class RunRequest:
     protected: tuple[Path, ...] = ()
     env_passthrough: tuple[str, ...] = ()
     read_only_workspace: bool = False
+    # Fed to the command's stdin, then closed (hooks get their JSON this way); None = /dev/null.
+    stdin: bytes | None = None
 
     def __post_init__(self) -> None:
         if (self.argv is None) == (self.script is None):

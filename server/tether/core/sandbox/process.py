@@ -54,7 +54,7 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
     try:
         proc = subprocess.Popen(
             list(spawn.argv),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if request.stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=spawn.env,
@@ -75,6 +75,8 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
 
     if spawn.marker is not None:
         spawn.marker.close_write()  # only the sandbox keeps a write end now
+    if request.stdin is not None:
+        _feed_stdin(proc, request.stdin)
     # The cap applies to each stream, so stderr noise cannot push the stdout result out.
     cap = max(0, request.max_output_bytes)
     out, err = BoundedCapture(cap), BoundedCapture(cap)
@@ -236,3 +238,18 @@ def _kill(proc: subprocess.Popen[bytes], spawn: Spawn) -> None:
 def _killpg(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write stdin from a thread: a command that does not read it must not block the output loop."""
+    pipe = proc.stdin
+    assert pipe is not None
+
+    def feed() -> None:
+        with contextlib.suppress(OSError):  # the command exited or closed stdin early: its choice
+            try:
+                pipe.write(data)
+            finally:
+                pipe.close()
+
+    threading.Thread(target=feed, name="sandbox-stdin", daemon=True).start()
