@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The venv first on PATH: the agent's `python3 -m pytest` runs in the sandbox with this PATH.
 demo: $(STAMP)
-	$(VENV)/bin/tether demo $(if $(PROMPT),--prompt "$(PROMPT)")
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/tether demo $(if $(PROMPT),--prompt "$(PROMPT)")
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check server tests

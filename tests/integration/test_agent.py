@@ -1,8 +1,8 @@
 """The agent end to end: real `anthropic` SDK → real HTTP → the offline API; tool calls → the real gate.
 
-The model is the only scripted part (`tests/fixtures/scripts/`): each script step also checks what the
-client sent (tool_result ids, is_error, the proposal outcome), so these tests fail when the loop
-sends the wrong thing, not only when it crashes.
+The model is the only scripted part (the demo's `server/tether/demo/script.yaml`): each script step
+also checks what the client sent (tool_result ids, is_error, the proposal outcome), so these tests
+fail when the loop sends the wrong thing, not only when it crashes.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,32 +25,16 @@ from tether.agent.fakeapi import FakeAnthropicServer, load_script, parse_script
 from tether.core.config import AgentSettings, EffectiveConfig
 from tether.core.gate import Gate
 from tether.core.permissions import parse_permissions
+from tether.demo import DEMO_SCRIPT, make_demo_workspace
 from tether.errors import AgentError
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "scripts"
 MODEL = "claude-sonnet-5-5"
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-    )
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A git repository holding the demo project, committed."""
-    ws = tmp_path / "project"
-    ws.mkdir()
-    for source in (FIXTURES / "demo_project").glob("*.py"):
-        shutil.copy(source, ws / source.name)
-    _git(ws, "init", "-q", "-b", "main")
-    _git(ws, "add", ".")
-    _git(ws, "commit", "-q", "-m", "demo project")
-    return ws
+    return make_demo_workspace(tmp_path / "project")
 
 
 def _gate(ws: Path, permissions: str) -> Gate:
@@ -83,7 +66,7 @@ def _run(coro: Any) -> Any:
 
 
 def test_demo_session_denial_proposal_and_partial_acceptance(workspace: Path) -> None:
-    script = load_script(FIXTURES / "demo.yaml")
+    script = load_script(DEMO_SCRIPT)
     gate = _gate(workspace, "read,command")
     _needs_bash(gate)
     with FakeAnthropicServer(script) as api:
@@ -312,7 +295,7 @@ def test_prune_keeps_the_newest_pairs(workspace: Path) -> None:
 
 
 def test_tether_ask_cli_streams_verdicts_and_diff(workspace: Path) -> None:
-    script = load_script(FIXTURES / "demo.yaml")
+    script = load_script(DEMO_SCRIPT)
     _needs_bash(_gate(workspace, "read"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["XDG_CONFIG_HOME"] = str(workspace.parent / "xdg")

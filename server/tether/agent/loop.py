@@ -206,7 +206,7 @@ class Agent:
         self._close(turn)
         return TurnResult(
             conversation_id=conversation.id,
-            text="".join(turn.texts),
+            text="\n\n".join(t for t in turn.texts if t.strip()),
             stop_reason=turn.stop_reason or "end_turn",
             tool_calls=turn.calls,
             usage=turn.usage,

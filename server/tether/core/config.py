@@ -30,7 +30,7 @@ SANDBOX_BACKENDS: tuple[SandboxBackend, ...] = ("auto", "bubblewrap", "firejail"
 Verbosity = Literal["silent", "normal", "verbose", "debug"]
 
 MAX_COMMAND_TIMEOUT = 600
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
 @dataclass(frozen=True)

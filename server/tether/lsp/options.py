@@ -109,7 +109,7 @@ def _sandbox(value: Any) -> str:
 def _model(value: Any) -> str:
     text = _string(value).strip()
     if not text or len(text) > 200 or any(c.isspace() for c in text):
-        raise ValueError("must be a model id such as 'claude-sonnet-4-5'")
+        raise ValueError("must be a model id such as 'claude-sonnet-5-5'")
     return text
 
 
