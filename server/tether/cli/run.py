@@ -64,7 +64,9 @@ def _print_verbose(command: str, result: GateResult, timeout: float) -> None:
             out.write(f"Suggestion: {decision['suggestion']}\n")
     for warning in result.warnings:
         out.write(f"Warning: {warning}\n")
-    if result.dry_run or not decision.get("allowed"):
+    if decision and not decision.get("allowed"):
+        return  # the denial and its suggestion are printed above
+    if result.dry_run or not decision:
         out.write(result.text.rstrip("\n") + "\n")
         return
     if result.checkpoint:
