@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -87,3 +88,16 @@ def test_git_status_inside_does_not_show_protected_placeholders(ws: Path) -> Non
     # … and nothing was left behind on disk (the gate may add its own .tether directory).
     left = sorted(p.name for p in ws.iterdir() if p.name != ".tether")
     assert left == [".git", "Makefile", "notes.txt"]
+
+
+def test_path_dirs_inside_the_workspace_cannot_be_written(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An activated venv's bin/ stays usable, but a planted `git` there would outrank the real one."""
+    tools = ws / "tools"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    gate = _gate(ws, "all")
+    assert gate.check_command("echo planted > tools/git")["allowed"]  # the policy alone would allow it
+    result = gate.call("bash_command", {"command": "echo planted > tools/git"})
+    assert not result.ok
+    assert not (tools / "git").exists()
+    assert gate.call("bash_command", {"command": "echo fine > notes.txt"}).ok

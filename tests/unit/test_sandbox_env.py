@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tether.core.sandbox.env import hardened_git_env, rejected_passthrough, sandbox_env
+from tether.core.sandbox.env import hardened_git_env, path_dirs_inside, rejected_passthrough, sandbox_env
 
 
 def _pairs(env: dict[str, str]) -> dict[str, str]:
@@ -47,6 +47,24 @@ def test_only_allowlisted_names_pass() -> None:
 
 def test_path_has_a_default() -> None:
     assert sandbox_env(source={})["PATH"].startswith("/usr/local/sbin")
+
+
+def test_path_loses_entries_that_resolve_inside_the_working_directory(tmp_path: Path) -> None:
+    """`.`, `bin`, an empty entry and the workspace root would run a file the agent wrote as `git`."""
+    ws = tmp_path.resolve()
+    path = f".:bin::/usr/bin:{ws}:{ws}/.venv/bin:./node_modules/.bin:/bin"
+    env = sandbox_env(source={"PATH": path}, workspace=ws)
+    assert env["PATH"] == f"/usr/bin:{ws}/.venv/bin:/bin"
+    assert sandbox_env(source={"PATH": ".:"})["PATH"].startswith("/usr/local/sbin")
+
+
+def test_path_dirs_inside_the_workspace_are_listed_to_keep_read_only(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    (ws / "link").symlink_to(ws / ".venv" / "bin")
+    path = f"/usr/bin:{ws}:{ws}/.venv/bin:{ws}/link:{ws}/missing/bin:{tmp_path}/other:tools"
+    inside = path_dirs_inside(ws, {"PATH": path})
+    assert inside == [(ws / ".venv" / "bin").resolve(), (ws / "missing" / "bin").resolve()]
 
 
 def test_hardened_git_env_neutralises_program_keys() -> None:

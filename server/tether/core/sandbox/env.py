@@ -62,9 +62,41 @@ def sandbox_env(
     for name, value in src.items():
         if name in wanted or name.startswith("LC_"):
             env[name] = value
-    env.setdefault("PATH", DEFAULT_PATH)
+    env["PATH"] = absolute_path_entries(env.get("PATH", DEFAULT_PATH), drop=workspace)
     env.update(hardened_git_env(workspace))
     return env
+
+
+def absolute_path_entries(value: str, *, drop: Path | None = None) -> str:
+    """PATH without empty or relative entries, and without the workspace root itself (`drop`).
+
+    Relative entries are looked up from the command's working directory, the workspace: with `.` or
+    `bin` on PATH, a file the agent wrote named `git` would run in place of the `git` the policy
+    allowed. The root itself cannot be kept read-only (commands write there), so it goes too.
+    """
+    root = os.path.realpath(drop) if drop is not None else None
+    kept = [
+        entry
+        for entry in value.split(os.pathsep)
+        if entry.startswith("/") and (root is None or os.path.realpath(entry) != root)
+    ]
+    return os.pathsep.join(kept) or DEFAULT_PATH
+
+
+def path_dirs_inside(workspace: Path, source: Mapping[str, str] | None = None) -> list[Path]:
+    """PATH directories that lie inside the workspace (an activated `.venv/bin`, `node_modules/.bin`).
+
+    Commands may use them, but must not write to them: a program planted there would later run in
+    place of an allowed one. The bash tool keeps them read-only in the sandbox.
+    """
+    src = os.environ if source is None else source
+    root = workspace.resolve()
+    inside: list[Path] = []
+    for entry in absolute_path_entries(src.get("PATH", DEFAULT_PATH)).split(os.pathsep):
+        real = Path(os.path.realpath(entry))
+        if real != root and real.is_relative_to(root) and real not in inside:
+            inside.append(real)
+    return inside
 
 
 def rejected_passthrough(passthrough: Iterable[str]) -> list[str]:
