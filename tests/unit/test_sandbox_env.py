@@ -118,3 +118,39 @@ def test_git_really_runs_no_repository_program(tmp_path: Path) -> None:
     for cmd in (["status"], ["-p", "log"], ["add", "a.txt"]):
         subprocess.run(["git", "-C", str(ws), *cmd], env=env, capture_output=True, check=False)
     assert sorted(p.name for p in ws.iterdir() if p.name.startswith("ran-")) == []
+
+
+def test_git_does_not_use_a_bare_repository_committed_inside_the_project(tmp_path: Path) -> None:
+    """A bare repo in the tree brings its own config; `cd evil.git && git log` must not read it."""
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    bare = ws / "evil.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    subprocess.run(
+        ["git", "-C", str(bare), "config", "core.pager", f"touch {tmp_path}/ran-pager; cat"], check=True
+    )
+    env = sandbox_env(source={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, workspace=ws)
+    done = subprocess.run(
+        ["git", "-p", "log"], cwd=bare, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode != 0
+    assert "safe.bareRepository" in done.stderr
+    assert not (tmp_path / "ran-pager").exists()
+
+
+def test_a_required_filter_is_emptied_without_breaking_git(tmp_path: Path) -> None:
+    """Emptying a `required` filter would make git abort every add: it is marked not required."""
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    subprocess.run(
+        ["git", "-C", str(ws), "config", "filter.lfsish.clean", f"touch {tmp_path}/ran; cat"], check=True
+    )
+    subprocess.run(["git", "-C", str(ws), "config", "filter.lfsish.required", "true"], check=True)
+    (ws / ".gitattributes").write_text("*.bin filter=lfsish\n")
+    (ws / "a.bin").write_text("data\n")
+    env = sandbox_env(source={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, workspace=ws)
+    added = subprocess.run(
+        ["git", "add", "a.bin"], cwd=ws, env=env, capture_output=True, text=True, check=False
+    )
+    assert added.returncode == 0, added.stderr
+    assert not (tmp_path / "ran").exists()

@@ -41,12 +41,18 @@ _FIXED_GIT_CONFIG: tuple[tuple[str, str], ...] = (
     ("gpg.ssh.program", "false"),
     ("gpg.x509.program", "false"),
     ("protocol.ext.allow", "never"),
+    # A bare repository committed inside the project (its own config, its own drivers) is not used
+    # by a git that merely runs in its directory.
+    ("safe.bareRepository", "explicit"),
 )
 # Keys whose values are programs; found in the repository config and emptied (empty = no driver).
 _DRIVER_KEY = re.compile(
     r"^(filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command)|merge\..+\.driver|diff\.external)$",
     re.IGNORECASE,
 )
+
+
+_FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process)$", re.IGNORECASE)
 
 
 def sandbox_env(
@@ -113,7 +119,12 @@ def hardened_git_env(workspace: Path | None = None) -> dict[str, str]:
     """
     pairs = list(_FIXED_GIT_CONFIG)
     if workspace is not None:
-        pairs.extend((key, "") for key in repo_driver_keys(workspace))
+        drivers = repo_driver_keys(workspace)
+        pairs.extend((key, "") for key in drivers)
+        # An emptied filter the repository marks `required` would make every status/add/diff abort
+        # ("clean filter failed"): not required, the file is simply taken as it is.
+        filters = sorted({m.group(1) for k in drivers if (m := _FILTER_KEY.match(k))})
+        pairs.extend((f"filter.{name}.required", "false") for name in filters)
     env = {
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",

@@ -16,7 +16,6 @@ are always passed. Tests run a hostile repository and assert no marker file appe
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tether.core.sandbox.env import hardened_git_env
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.inputs import Prepared, resolve, validate
 from tether.errors import PolicyDenied, ToolInputError
@@ -101,7 +101,7 @@ def refuse(reason: str, rule: str, suggestion: str, allowed: tuple[str, ...] = O
 
 
 def git_env(workspace: Path) -> dict[str, str]:
-    """Minimal environment + hardened git config (sandbox helper's, or the same built here)."""
+    """Minimal environment + the hardened git config every git Tether runs gets."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/nonexistent"),
@@ -111,79 +111,8 @@ def git_env(workspace: Path) -> dict[str, str]:
         "GIT_ATTR_NOSYSTEM": "1",
         "GIT_EDITOR": "false",
     }
-    try:
-        from tether.core.sandbox.env import hardened_git_env
-    except ImportError:  # pragma: no cover - the sandbox helper ships it
-        hardened_git_env = _hardened_git_env_fallback
     env.update(hardened_git_env(workspace))
-    return _filters_not_required(env)
-
-
-def _filters_not_required(env: dict[str, str]) -> dict[str, str]:
-    """Mark every emptied filter driver `required = false`.
-
-    An emptied driver that the repository marks `required` makes git abort ("clean filter failed"):
-    safe, but it would make every add/status/diff on such a repository fail. Not required, the
-    file is simply stored as is.
-    """
-    count = int(env.get("GIT_CONFIG_COUNT", "0"))
-    names = set()
-    for i in range(count):
-        match = re.match(r"^filter\.(.+)\.(clean|smudge|process)$", env.get(f"GIT_CONFIG_KEY_{i}", ""), re.I)
-        if match:
-            names.add(match.group(1))
-    for name in sorted(names):
-        env[f"GIT_CONFIG_KEY_{count}"] = f"filter.{name}.required"
-        env[f"GIT_CONFIG_VALUE_{count}"] = "false"
-        count += 1
-    env["GIT_CONFIG_COUNT"] = str(count)
     return env
-
-
-def _hardened_git_env_fallback(workspace: Path | None = None) -> dict[str, str]:
-    """Same policy as `tether.core.sandbox.env.hardened_git_env`, for when it is not importable."""
-    pairs = [
-        ("core.fsmonitor", "false"),
-        ("core.hooksPath", "/dev/null"),
-        ("core.pager", "cat"),
-        ("core.sshCommand", "false"),
-        ("diff.external", ""),
-        ("credential.helper", ""),
-        ("commit.gpgSign", "false"),
-        ("gpg.program", "false"),
-    ]
-    if workspace is not None:
-        pairs += [(key, "") for key in _driver_keys(workspace)]
-    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_COUNT": str(len(pairs))}
-    for i, (key, value) in enumerate(pairs):
-        env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = value
-    return env
-
-
-def _driver_keys(workspace: Path) -> list[str]:
-    git = shutil.which("git")
-    if git is None:
-        return []
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-    }
-    proc = subprocess.run(
-        [git, "config", "--list", "--local", "--includes", "--name-only"],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=10,
-        check=False,
-    )
-    pattern = re.compile(
-        r"^(filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command)|merge\..+\.driver)$",
-        re.IGNORECASE,
-    )
-    return [key for key in proc.stdout.splitlines() if pattern.match(key)]
 
 
 def _identity(git: str, workspace: Path, env: Mapping[str, str]) -> dict[str, str]:
