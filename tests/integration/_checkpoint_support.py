@@ -1,4 +1,5 @@
-"""Helpers for the checkpoint and rollback tests: real git repositories and whole-tree fingerprints."""
+"""Helpers for the checkpoint, rollback and CLI tests: real git repositories, whole-tree fingerprints,
+and `tether` run as a user runs it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import hashlib
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 GIT_ENV = {
@@ -131,3 +133,18 @@ def user_git_state(repo: Path) -> dict[str, object]:
         "hooks": dir_digest(gd / "hooks") if (gd / "hooks").exists() else None,
         "packed": (gd / "packed-refs").read_bytes() if (gd / "packed-refs").exists() else None,
     }
+
+
+def tether(ws: Path, *args: str, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """`tether ARGS --workspace WS` as a process, with its own config/state dirs and no API key."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
+    env.update({"XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config")})
+    return subprocess.run(
+        [sys.executable, "-m", "tether", *args, "--workspace", str(ws)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )

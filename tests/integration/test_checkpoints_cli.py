@@ -3,28 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from _checkpoint_support import init_repo, user_git_state
-
-
-def tether(ws: Path, *args: str, stdin: str | None = None, home: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.update({"XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config")})
-    env.pop("TETHER_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tether", *args, "--workspace", str(ws)],
-        input=stdin if stdin is not None else "",
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+from _checkpoint_support import init_repo, tether, user_git_state
 
 
 @pytest.fixture

@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from _checkpoint_support import init_repo
+from _checkpoint_support import init_repo, tether
 
 from tether.core.sandbox import auto_choice
 
 CODE = "".join(f"line {i}\n" for i in range(1, 31))
-
-
-def tether(ws: Path, *args: str, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
-    env.update({"XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config")})
-    return subprocess.run(
-        [sys.executable, "-m", "tether", *args, "--workspace", str(ws)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture
