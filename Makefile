@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The venv first on PATH for every recipe: commands the tests and the demo run in the sandbox
+# (`python3 -m pytest`) must find this environment's interpreter and packages.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 PYTEST_ARGS ?=
 
 .PHONY: help venv demo test test-fast test-python test-neovim test-vscode lint typecheck bench clean
@@ -22,9 +25,8 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# The venv first on PATH: the agent's `python3 -m pytest` runs in the sandbox with this PATH.
 demo: $(STAMP)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/tether demo $(if $(PROMPT),--prompt "$(PROMPT)")
+	$(VENV)/bin/tether demo $(if $(PROMPT),--prompt "$(PROMPT)")
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check server tests

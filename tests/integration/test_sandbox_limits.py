@@ -181,3 +181,29 @@ def test_read_only_workspace(runner: Runner, tmp_path: Path) -> None:
     assert (tmp_path / "a.txt").read_text() == "a\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "sub"]
     assert list((tmp_path / "sub").iterdir()) == []
+
+
+def test_stdin_is_fed_when_given(runner: Runner, tmp_path: Path) -> None:
+    request = RunRequest(("cat",), None, tmp_path, tmp_path, 30, 10_000_000, stdin=b"x" * 1_000_000)
+    assert runner.run(request).stdout == "x" * 1_000_000
+
+
+def test_a_virtualenv_under_tmp_stays_usable_and_read_only(
+    runner: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI checkout under /tmp: its venv must not vanish behind the private /tmp, nor be writable."""
+    venv = tmp_path / "checkout" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "lib").mkdir()
+    (venv / "lib" / "data.txt").write_text("from the venv\n")
+    tool = venv / "bin" / "venv-tool"
+    tool.write_text(f"#!/bin/sh\ncat {venv}/lib/data.txt\n")
+    tool.chmod(0o755)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}:{os.environ['PATH']}")
+    result = runner.run(_req(ws, f"venv-tool; touch {venv}/lib/planted"))
+    assert result.stdout == "from the venv\n"
+    assert result.exit_code != 0  # the touch failed
+    assert not (venv / "lib" / "planted").exists()

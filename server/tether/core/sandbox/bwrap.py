@@ -27,6 +27,7 @@ from tether.core.sandbox.profile import (
     masked_paths,
     pinned_protected,
     placeholder_excludes,
+    tool_dirs_in_private_tmp,
 )
 from tether.errors import SandboxUnavailable
 
@@ -76,6 +77,8 @@ def bwrap_args(
     binary: str,
     git_excludes: Path | None = None,
     marker: StartMarker | None = None,
+    *,
+    tool_dirs: tuple[Path, ...] = (),
 ) -> list[str]:
     """The full bwrap command line for `request` (protected paths must exist, see profile.py)."""
     ws = str(request.workspace)
@@ -104,6 +107,8 @@ def bwrap_args(
         "--tmpfs",
         "/dev/shm",
     ]
+    for path in tool_dirs:  # PATH directories under /tmp, hidden by the tmpfs above: back, read-only
+        args += ["--ro-bind", str(path), str(path)]
     if git_excludes is not None:
         args += ["--ro-bind", str(git_excludes), GIT_EXCLUDES_IN_SANDBOX]
     args += ["--ro-bind" if request.read_only_workspace else "--bind", ws, ws]
@@ -151,7 +156,8 @@ class BubblewrapRunner(Runner):
                 excludes.write_text("".join(f"{p}\n" for p in patterns), encoding="utf-8")
                 add_git_config(env, "core.excludesFile", GIT_EXCLUDES_IN_SANDBOX)
             marker = stack.enter_context(StartMarker())
-            args = bwrap_args(request, pinned.paths, self.binary, excludes, marker)
+            tool_dirs = tuple(tool_dirs_in_private_tmp(env["PATH"], request.workspace))
+            args = bwrap_args(request, pinned.paths, self.binary, excludes, marker, tool_dirs=tool_dirs)
             spawn = Spawn(argv=args, env=env, cwd=Path(os.sep), backend=self.name, marker=marker)
             result = run_spawn(spawn, request, cancel)
             if not marker.started() and not (result.timed_out or result.cancelled):

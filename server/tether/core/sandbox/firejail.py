@@ -21,7 +21,13 @@ from pathlib import Path
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import sandbox_env
 from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
-from tether.core.sandbox.profile import ensure_confinable, is_within, masked_paths, pinned_protected
+from tether.core.sandbox.profile import (
+    ensure_confinable,
+    is_within,
+    masked_paths,
+    pinned_protected,
+    tool_dirs_in_private_tmp,
+)
 from tether.errors import SandboxUnavailable
 
 _VERSION = re.compile(r"firejail version (\S+)")
@@ -49,7 +55,12 @@ def _path_arg(path: Path) -> str:
 
 
 def firejail_args(
-    request: RunRequest, protected: tuple[Path, ...], binary: str, marker: StartMarker | None = None
+    request: RunRequest,
+    protected: tuple[Path, ...],
+    binary: str,
+    marker: StartMarker | None = None,
+    *,
+    tool_dirs: tuple[Path, ...] = (),
 ) -> list[str]:
     ws = _path_arg(request.workspace)
     args = [
@@ -70,6 +81,8 @@ def firejail_args(
     # The whitelist bind of the workspace is writable whatever `--read-only=/` says: say it again.
     args.append(f"--read-only={ws}" if request.read_only_workspace else f"--read-write={ws}")
     args += [f"--read-only={_path_arg(p)}" for p in protected]
+    for path in tool_dirs:  # PATH directories under /tmp, hidden by --private-tmp: back, read-only
+        args += [f"--whitelist={_path_arg(path)}", f"--read-only={_path_arg(path)}"]
     for path in masked_paths():
         if is_within(path, Path("/tmp")) or is_within(request.workspace, path):
             continue
@@ -120,7 +133,8 @@ class FirejailRunner(Runner):
         env = sandbox_env(request.env_passthrough, workspace=request.workspace)
         protected = () if request.read_only_workspace else request.protected
         with pinned_protected(request.workspace, protected) as pinned, StartMarker() as marker:
-            args = firejail_args(request, pinned.paths, self.binary, marker)
+            tool_dirs = tuple(tool_dirs_in_private_tmp(env["PATH"], request.workspace))
+            args = firejail_args(request, pinned.paths, self.binary, marker, tool_dirs=tool_dirs)
             spawn = Spawn(
                 argv=args,
                 env=env,

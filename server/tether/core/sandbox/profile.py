@@ -81,6 +81,28 @@ def masked_paths() -> list[Path]:
     return seen
 
 
+def tool_dirs_in_private_tmp(path_value: str, workspace: Path) -> list[Path]:
+    """PATH directories that the sandbox's private /tmp would hide, to bind back read-only.
+
+    A virtualenv under /tmp (a CI checkout, a scratch clone) must keep working inside the sandbox:
+    otherwise `python3` there silently becomes another interpreter without the project's packages.
+    For a virtualenv's `bin/` the whole environment is bound (its `lib/` holds the packages).
+    """
+    tmp = Path("/tmp")
+    found: list[Path] = []
+    for entry in path_value.split(os.pathsep):
+        if not entry.startswith("/"):
+            continue
+        real = Path(os.path.realpath(entry))
+        if not is_within(real, tmp) or real == tmp or not real.is_dir():
+            continue
+        root = real.parent if (real.parent / "pyvenv.cfg").is_file() else real
+        if is_within(root, workspace) or is_within(workspace, root) or root in found:
+            continue  # the workspace bind covers it (or it would cover the workspace)
+        found.append(root)
+    return found
+
+
 def is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
