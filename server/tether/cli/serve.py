@@ -49,4 +49,32 @@ def _serve(args: argparse.Namespace) -> int:
 
     server = create_server()
     server.start_io()
+    # The client is gone: `exit`, or stdin closed because the editor crashed. Work still running
+    # (a command, a turn waiting on the network) is cancelled; whatever ignores that for longer
+    # than the grace period does not keep an orphaned server alive.
+    server.stop_work()
+    _exit_when_idle(EXIT_GRACE_SECONDS)
     return 0
+
+
+EXIT_GRACE_SECONDS = 10.0
+
+
+def _exit_when_idle(grace: float) -> None:
+    import os
+    import threading
+    import time
+
+    deadline = time.monotonic() + grace
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    stuck = [
+        t.name
+        for t in threading.enumerate()
+        if t.is_alive() and not t.daemon and t is not threading.current_thread()
+    ]
+    if stuck:
+        logging.getLogger("tether.serve").warning("exiting with work still running: %s", ", ".join(stuck))
+        logging.shutdown()
+        os._exit(0)

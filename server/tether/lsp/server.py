@@ -60,6 +60,12 @@ class TetherServer(LanguageServer):
         self._gate: Gate | None = None
         self._gate_lock = threading.Lock()
 
+    def stop_work(self) -> None:
+        """Cancel every running gate call and agent turn and take no new work (shutdown, or exit)."""
+        for event in list(self.cancel_events):
+            event.set()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
     # --- session set-up ---------------------------------------------------------------------------
 
     def setup_session(self, params: types.InitializeParams) -> None:
@@ -192,8 +198,6 @@ def create_server() -> TetherServer:
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls: TetherServer, params: None) -> None:
-        for event in list(ls.cancel_events):
-            event.set()
-        ls.executor.shutdown(wait=False, cancel_futures=True)
+        ls.stop_work()
 
     return server
