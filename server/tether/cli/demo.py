@@ -200,16 +200,14 @@ class Demo:
             return
         preview = await self._command(client, "tether.rollback", {"checkpoint": target, "dryRun": True})
         self.console.print(f"  dry run: would restore {preview['restored']}, delete {preview['deleted']}")
-        before = (workspace / EDITED_FILE).read_text()
         done = await self._command(client, "tether.rollback", {"checkpoint": target})
-        after = (workspace / EDITED_FILE).read_text()
         self.console.print(
             f"  rolled back: restored {done['restored']}, deleted {done['deleted']}; "
             f"the present was checkpointed first as {done['checkpoint']} (so this is undoable too)"
         )
-        self._check(
-            before != after and "return a - b" in after.split("def subtract")[0], "calc.py is as before"
-        )
+        changed = _git(workspace, "status", "--porcelain")
+        self.console.print(f"  git status: {changed.strip() or 'clean, as before the accepted edit'}")
+        self._check(not changed.strip(), "the working tree is back to the committed project")
         git_log = _git(workspace, "log", "--oneline", "--all")
         stash = _git(workspace, "stash", "list")
         self.console.print(
