@@ -89,6 +89,7 @@ class Demo:
     prompt: str | None
     problems: list[str] = field(default_factory=list)
     buffers: dict[str, Buffer] = field(default_factory=dict)
+    accept_checkpoint: str | None = None  # taken before the first accepted hunk: the rollback target
     previews: dict[str, int] = field(default_factory=dict)
 
     # --- the session -----------------------------------------------------------------------------
@@ -118,49 +119,56 @@ class Demo:
         return self._verdict()
 
     async def _session(self, workspace: Path, prompt: str, *, base_url: str | None) -> None:
-        from tether.demo import DEMO_FOLLOW_UP
+        from pygls.exceptions import JsonRpcException
 
         client = await self._start_server(workspace, base_url)
         try:
-            await self._open(workspace / EDITED_FILE)
-            status = await self._command(client, "tether.status", {})
-            self.console.print(
-                f"Server: tether {status['version']}, permissions [bold]{status['permissions']}[/] "
-                f"(commands run, edits are proposals), sandbox [bold]{status['sandbox']}[/]"
-            )
-
-            self._step(1, f"The agent is asked: {prompt!r}")
-            first = await self._command(client, "tether.ask", {"prompt": prompt})
-            self._show_turn(first)
-            self._check(first["stopReason"] == "end_turn", f"turn 1 ended with {first['stopReason']}")
-            self._check(
-                any(call["verdict"] == "denied" for call in first["toolCalls"]) or self.online,
-                "the dangerous command was denied",
-            )
-
-            proposals = (await self._command(client, "tether.proposals", {"pending": True}))["proposals"]
-            self._check(bool(proposals), "the agent proposed an edit")
-            for proposal in proposals:
-                await self._review(client, proposal)
-
-            self._step(3, "The tests, run through the gate and the sandbox")
-            tests = await self._command(
-                client,
-                "tether.runTool",
-                {"name": "bash_command", "input": {"command": "python3 -m pytest -q", "reason": "check"}},
-            )
-            self._show_run(tests["result"])
-
-            self._step(4, f"The agent hears back: {DEMO_FOLLOW_UP!r}")
-            second = await self._command(
-                client, "tether.ask", {"prompt": DEMO_FOLLOW_UP, "conversationId": first["conversationId"]}
-            )
-            self._show_turn(second)
-
-            await self._rollback(client, workspace)
-            await self._audit(client, workspace)
+            await self._steps(client, workspace, prompt)
+        except JsonRpcException as exc:  # e.g. the real API refused the key: say so, do not crash
+            self._check(False, f"the server answered a request with an error: {exc}")
         finally:
             await self._stop(client)
+
+    async def _steps(self, client: LanguageClient, workspace: Path, prompt: str) -> None:
+        from tether.demo import DEMO_FOLLOW_UP
+
+        await self._open(workspace / EDITED_FILE)
+        status = await self._command(client, "tether.status", {})
+        self.console.print(
+            f"Server: tether {status['version']}, permissions [bold]{status['permissions']}[/] "
+            f"(commands run, edits are proposals), sandbox [bold]{status['sandbox']}[/]"
+        )
+
+        self._step(1, f"The agent is asked: {prompt!r}")
+        first = await self._command(client, "tether.ask", {"prompt": prompt})
+        self._show_turn(first)
+        self._check(first["stopReason"] == "end_turn", f"turn 1 ended with {first['stopReason']}")
+        self._check(
+            any(call["verdict"] == "denied" for call in first["toolCalls"]) or self.online,
+            "the dangerous command was denied",
+        )
+
+        proposals = (await self._command(client, "tether.proposals", {"pending": True}))["proposals"]
+        self._check(bool(proposals), "the agent proposed an edit")
+        for proposal in proposals:
+            await self._review(client, proposal)
+
+        self._step(3, "The tests, run through the gate and the sandbox")
+        tests = await self._command(
+            client,
+            "tether.runTool",
+            {"name": "bash_command", "input": {"command": "python3 -m pytest -q", "reason": "check"}},
+        )
+        self._show_run(tests["result"])
+
+        self._step(4, f"The agent hears back: {DEMO_FOLLOW_UP!r}")
+        second = await self._command(
+            client, "tether.ask", {"prompt": DEMO_FOLLOW_UP, "conversationId": first["conversationId"]}
+        )
+        self._show_turn(second)
+
+        await self._rollback(client, workspace)
+        await self._audit(client, workspace)
 
     # --- the steps -------------------------------------------------------------------------------
 
@@ -176,7 +184,8 @@ class Demo:
             f"  accept hunk {hunks[0]}: applied via the {accepted['appliedVia']}, "
             f"checkpoint {accepted['checkpoint']} taken first"
         )
-        self.accept_checkpoint = accepted["checkpoint"]
+        if self.accept_checkpoint is None:
+            self.accept_checkpoint = accepted["checkpoint"]
         if len(hunks) > 1:
             rejected = await self._command(
                 client, "tether.reject", {"id": proposal["id"], "hunks": hunks[1:]}
@@ -194,7 +203,7 @@ class Demo:
         for cp in listed:
             files = ", ".join(cp["files"]) or "nothing"
             self.console.print(f"  checkpoint {cp['id']}  before {cp['tool']}  (changed since: {files})")
-        target = getattr(self, "accept_checkpoint", None)
+        target = self.accept_checkpoint
         if target is None:
             self._check(False, "there is an accepted edit to roll back")
             return
