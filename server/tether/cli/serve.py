@@ -41,6 +41,25 @@ def _configure_logging(log_file: str | None, verbose: int) -> None:
     root.setLevel(level)
     # The protocol logger writes every message at INFO: only with -vv.
     logging.getLogger("pygls").setLevel(logging.DEBUG if verbose > 1 else logging.WARNING)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(AnsweredErrors())
+
+
+class AnsweredErrors(logging.Filter):
+    """Errors the server answers on purpose (a typo in params, a stale proposal) are not crashes.
+
+    pygls logs each of them with a traceback at ERROR, which buries real failures in an editor's
+    log: they become one INFO line. Internal errors keep their traceback.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
+            record.msg, record.args = "answered a request with an error: %s", (error,)
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
 
 
 def _serve(args: argparse.Namespace) -> int:
