@@ -101,3 +101,16 @@ def test_path_dirs_inside_the_workspace_cannot_be_written(ws: Path, monkeypatch:
     assert not result.ok
     assert not (tools / "git").exists()
     assert gate.call("bash_command", {"command": "echo fine > notes.txt"}).ok
+
+
+def test_a_path_dir_inside_the_workspace_is_not_carried_away_with_its_parent(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mv tools tools.old` took the read-only mount of tools/bin along; a new tools/bin/git was free."""
+    (ws / "tools" / "bin").mkdir(parents=True)
+    (ws / "Makefile").write_text("plant:\n\tmv tools old; mkdir -p tools/bin; echo planted > tools/bin/git\n")
+    monkeypatch.setenv("PATH", f"{ws / 'tools' / 'bin'}:{os.environ['PATH']}")
+    config = replace(EffectiveConfig(), policy=PolicySettings(extra_allowed=("make plant",)))
+    Gate(ws, parse_permissions("all"), config=config).call("bash_command", {"command": "make plant"})
+    assert not (ws / "tools" / "bin" / "git").exists()
+    assert not (ws / "old").exists()

@@ -268,6 +268,18 @@ def test_protected_paths_cannot_be_written(sbx: Runner, attack: str) -> None:
     assert sorted(p.name for p in sbx.workspace.iterdir()) == before
 
 
+def test_a_protected_path_is_not_carried_away_with_its_parent(sbx: Runner) -> None:
+    """A read-only mount guards a place, not a name: renaming the parent took the mount along, and a
+    fresh `node_modules/.bin` could then be filled with programs the user's PATH would find."""
+    modules = sbx.workspace / "node_modules"
+    modules.mkdir()
+    if sbx.user is not None:
+        os.chown(modules, pwd.getpwnam(sbx.user).pw_uid, -1)
+    sbx.run("mv node_modules moved; mkdir -p node_modules/.bin && echo evil > node_modules/.bin/tsc; exit 0")
+    assert not (modules / ".bin" / "tsc").exists()
+    assert sorted(p.name for p in sbx.workspace.iterdir()) == [".git", "node_modules", "src.txt"]
+
+
 def test_concurrent_runs_keep_each_others_protection(sbx: Runner) -> None:
     """Run A pins the placeholders, run B starts and shares them, A ends first: B must stay pinned.
 

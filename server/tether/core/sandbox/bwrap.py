@@ -25,6 +25,7 @@ from tether.core.sandbox.profile import (
     ensure_confinable,
     is_within,
     masked_paths,
+    parents_to_pin,
     pinned_protected,
     placeholder_excludes,
     tool_dirs_in_private_tmp,
@@ -112,6 +113,8 @@ def bwrap_args(
     if git_excludes is not None:
         args += ["--ro-bind", str(git_excludes), GIT_EXCLUDES_IN_SANDBOX]
     args += ["--ro-bind" if request.read_only_workspace else "--bind", ws, ws]
+    for path in parents_to_pin(request.workspace, protected):  # cannot be renamed away: see profile.py
+        args += ["--bind", str(path), str(path)]
     for path in protected:
         args += ["--ro-bind", str(path), str(path)]
     # Masks go after the workspace bind: a workspace that is a home directory must not re-expose them.

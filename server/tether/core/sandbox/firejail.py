@@ -25,6 +25,7 @@ from tether.core.sandbox.profile import (
     ensure_confinable,
     is_within,
     masked_paths,
+    parents_to_pin,
     pinned_protected,
     tool_dirs_in_private_tmp,
 )
@@ -80,6 +81,10 @@ def firejail_args(
     ]
     # The whitelist bind of the workspace is writable whatever `--read-only=/` says: say it again.
     args.append(f"--read-only={ws}" if request.read_only_workspace else f"--read-write={ws}")
+    # Mount points cannot be renamed away (see profile.py). `--read-write` alone mounts nothing on a
+    # path that is already writable: made read-only (a mount point), then writable again.
+    for path in parents_to_pin(request.workspace, protected):
+        args += [f"--read-only={_path_arg(path)}", f"--read-write={_path_arg(path)}"]
     args += [f"--read-only={_path_arg(p)}" for p in protected]
     for path in tool_dirs:  # PATH directories under /tmp, hidden by --private-tmp: back, read-only
         args += [f"--whitelist={_path_arg(path)}", f"--read-only={_path_arg(path)}"]

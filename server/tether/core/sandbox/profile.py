@@ -103,6 +103,21 @@ def tool_dirs_in_private_tmp(path_value: str, workspace: Path) -> list[Path]:
     return found
 
 
+def parents_to_pin(workspace: Path, protected: tuple[Path, ...]) -> list[Path]:
+    """Directories between the workspace and each protected path, shallowest first.
+
+    A read-only mount guards a place, not a name: `mv node_modules x` carries the mount of
+    `node_modules/.bin` along, and a fresh `node_modules/.bin` is then free to write. A mount point
+    cannot be renamed or removed (EBUSY), so the namespaced backends mount each of these directories
+    on itself (still writable), before the protected paths: a later bind would cover their mounts.
+    """
+    found: set[Path] = set()
+    for path in protected:
+        if is_within(path, workspace):
+            found.update(p for p in path.parents if p != workspace and is_within(p, workspace))
+    return sorted(found, key=lambda p: (len(p.parts), p))
+
+
 def is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
