@@ -93,6 +93,16 @@ def test_a_post_hook_sees_the_result_and_its_objection_is_a_warning(ws: Path) ->
     assert "hello" in json.dumps(sent["tool_response"])
 
 
+def test_a_lone_surrogate_in_the_input_does_not_skip_the_post_hook(ws: Path) -> None:
+    """JSON from the model may hold "\\udc80"; encoding it crashed after the command had run, so the
+    post hook never saw the call and the result was lost behind an internal error."""
+    gate = _gate(ws, post=(_hook(ws, "echo"),))
+    result = gate.call("bash_command", {"command": "echo hi > out.txt", "reason": "\udc80"})
+    assert result.ok, result.text
+    warning = next(w for w in result.warnings if w.startswith("post-tool hook"))
+    assert json.loads(warning.split("objected (exit 1): ", 1)[1])["tool_input"]["reason"] == "\udc80"
+
+
 def test_hooks_apply_only_to_their_tools(ws: Path) -> None:
     gate = _gate(ws, pre=(_hook(ws, "echo", tools=("bash_command",)),))
     assert gate.call("read_file", {"path": "notes.txt"}).ok

@@ -34,7 +34,12 @@ def hooks_for(hooks: Iterable[Hook], tool: str) -> list[Hook]:
 
 
 def hook_input(phase: Phase, tool: str, payload: Mapping[str, Any], workspace: Path) -> bytes:
-    """The JSON document a hook reads on stdin."""
+    """The JSON document a hook reads on stdin.
+
+    The model's JSON may hold lone surrogates ("\\udc80"), which UTF-8 cannot encode: written as
+    that escape they stay valid JSON, instead of a crash that skipped the hook (after the call ran,
+    for a post hook).
+    """
     document: dict[str, Any] = {
         "hook_event_name": EVENT_NAMES[phase],
         "tool_name": tool,
@@ -45,7 +50,7 @@ def hook_input(phase: Phase, tool: str, payload: Mapping[str, Any], workspace: P
     else:
         document["tool_input"] = payload.get("input")
         document["tool_response"] = payload.get("result")
-    return json.dumps(document, ensure_ascii=False, default=str).encode("utf-8")
+    return json.dumps(document, ensure_ascii=False, default=str).encode("utf-8", "backslashreplace")
 
 
 def run_hooks(
