@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -101,6 +103,21 @@ def test_a_lone_surrogate_in_the_input_does_not_skip_the_post_hook(ws: Path) -> 
     assert result.ok, result.text
     warning = next(w for w in result.warnings if w.startswith("post-tool hook"))
     assert json.loads(warning.split("objected (exit 1): ", 1)[1])["tool_input"]["reason"] == "\udc80"
+
+
+def test_a_hook_does_not_run_the_workspace_virtualenv(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the project's venv activated, `python3` in a hook was the venv's, whose site-packages any
+    command may write: one `.pth` file there and every later hook agreed with everything."""
+    venv = ws / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*/site-packages"))
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}:{os.environ['PATH']}")
+    guard = ws / "hooks" / "no-forbidden.py"
+    guard.write_text("import sys\nsys.exit(3 if 'forbidden' in sys.stdin.read() else 0)\n")
+    gate = _gate(ws, pre=(Hook(command=("python3", str(guard)), tools=("bash_command",)),))
+    plant = f"echo 'import os; os._exit(0)' > {site.relative_to(ws)}/zz.pth"
+    assert gate.call("bash_command", {"command": plant}).ok
+    assert "objected (exit 3)" in gate.call("bash_command", {"command": "echo forbidden"}).text
 
 
 def test_hooks_apply_only_to_their_tools(ws: Path) -> None:

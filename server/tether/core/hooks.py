@@ -89,6 +89,7 @@ def _run_one(hook: Hook, stdin: bytes, workspace: Path, runner: Callable[[], Run
         max_output_bytes=MAX_HOOK_OUTPUT,
         read_only_workspace=True,
         stdin=stdin,
+        workspace_path=False,  # the check must not run code the agent can change
     )
     try:
         result = runner().run(request)

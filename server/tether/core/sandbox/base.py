@@ -38,6 +38,9 @@ class RunRequest:
     read_only_workspace: bool = False
     # Fed to the command's stdin, then closed (hooks get their JSON this way); None = /dev/null.
     stdin: bytes | None = None
+    # False leaves PATH directories inside the workspace out: a hook's `python3` must not be an
+    # activated .venv's, whose site-packages any command may write (a `.pth` file runs first).
+    workspace_path: bool = True
 
     def __post_init__(self) -> None:
         if (self.argv is None) == (self.script is None):

@@ -144,7 +144,9 @@ class BubblewrapRunner(Runner):
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
         ensure_confinable(request.workspace, request.cwd)
-        env = sandbox_env(request.env_passthrough, workspace=request.workspace)
+        env = sandbox_env(
+            request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
+        )
         with contextlib.ExitStack() as stack:
             # A read-only workspace needs no per-path protection (and no placeholders).
             protected = () if request.read_only_workspace else request.protected

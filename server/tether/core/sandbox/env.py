@@ -60,15 +60,23 @@ def sandbox_env(
     *,
     source: Mapping[str, str] | None = None,
     workspace: Path | None = None,
+    workspace_path: bool = True,
 ) -> dict[str, str]:
-    """The full environment for a sandboxed command (allowlist + hardened git)."""
+    """The full environment for a sandboxed command (allowlist + hardened git).
+
+    `workspace_path=False` also drops PATH entries inside the workspace (see RunRequest).
+    """
     src = os.environ if source is None else source
     env: dict[str, str] = {}
     wanted = set(BASE_ALLOWED) | {n for n in passthrough if not _SECRET_NAME.search(n)}
     for name, value in src.items():
         if name in wanted or name.startswith("LC_"):
             env[name] = value
-    env["PATH"] = absolute_path_entries(env.get("PATH", DEFAULT_PATH), drop=workspace)
+    path = absolute_path_entries(env.get("PATH", DEFAULT_PATH), drop=workspace)
+    if not workspace_path and workspace is not None:
+        inside = {str(p) for p in path_dirs_inside(workspace, {"PATH": path})}
+        path = os.pathsep.join(e for e in path.split(os.pathsep) if os.path.realpath(e) not in inside)
+    env["PATH"] = path or DEFAULT_PATH
     env.update(hardened_git_env(workspace))
     return env
 

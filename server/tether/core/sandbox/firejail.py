@@ -135,7 +135,9 @@ class FirejailRunner(Runner):
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
         ensure_confinable(request.workspace, request.cwd)
-        env = sandbox_env(request.env_passthrough, workspace=request.workspace)
+        env = sandbox_env(
+            request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
+        )
         protected = () if request.read_only_workspace else request.protected
         with pinned_protected(request.workspace, protected) as pinned, StartMarker() as marker:
             tool_dirs = tuple(tool_dirs_in_private_tmp(env["PATH"], request.workspace))

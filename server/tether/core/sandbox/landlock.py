@@ -176,7 +176,9 @@ class LandlockRunner(Runner):
         make_self_undumpable()
         tmpdir = Path(tempfile.mkdtemp(prefix="tether-sandbox-"))
         try:
-            env = sandbox_env(request.env_passthrough, workspace=request.workspace)
+            env = sandbox_env(
+                request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
+            )
             env["TMPDIR"] = str(tmpdir)
             spec = {
                 "abi": self.abi,

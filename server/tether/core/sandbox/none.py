@@ -17,7 +17,9 @@ class NoSandboxRunner(Runner):
     name = "none"
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
-        env = sandbox_env(request.env_passthrough, workspace=request.workspace)
+        env = sandbox_env(
+            request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
+        )
         spawn = Spawn(
             argv=request.command_argv(),
             env=env,
