@@ -68,6 +68,15 @@ def test_append_read_and_chain(tmp_path: Path) -> None:
     assert raw.endswith(b"\n")
 
 
+def test_a_lone_surrogate_from_the_model_is_recorded_not_lost(tmp_path: Path) -> None:
+    """Valid JSON input can carry "\\udc80"; UTF-8 cannot encode it, and the line must still land."""
+    log = AuditLog(tmp_path)
+    assert log.append(entry(input={"path": "a\udc80.py"})) is None
+    assert log.append(entry()) is None
+    assert log.read()[0]["input"] == {"path": "a\udc80.py"}
+    assert log.verify().ok
+
+
 def test_secrets_are_redacted_before_writing(tmp_path: Path) -> None:
     log = AuditLog(tmp_path)
     log.append(entry(input={"command": "curl -H 'Authorization: Bearer sk-ant-api03-SECRETSECRET'"}))

@@ -188,7 +188,8 @@ class AuditLog:
                 last, ends_nl = _last_line(fd)
                 clean["prev_sha256"] = _sha(last) if last is not None else None
                 line = json.dumps(clean, ensure_ascii=False, separators=(",", ":"), default=str)
-                data = line.encode("utf-8") + b"\n"
+                # backslashreplace: a lone surrogate from the model becomes a JSON escape, not a lost line
+                data = line.encode("utf-8", "backslashreplace") + b"\n"
                 if not ends_nl:
                     data = b"\n" + data  # a torn tail stays its own (skipped) line
                 written = os.write(fd, data)
