@@ -95,14 +95,17 @@ def test_a_post_hook_sees_the_result_and_its_objection_is_a_warning(ws: Path) ->
     assert "hello" in json.dumps(sent["tool_response"])
 
 
-def test_a_lone_surrogate_in_the_input_does_not_skip_the_post_hook(ws: Path) -> None:
-    """JSON from the model may hold "\\udc80"; encoding it crashed after the command had run, so the
-    post hook never saw the call and the result was lost behind an internal error."""
+def test_a_lone_surrogate_is_refused_before_anything_runs_and_still_audited(ws: Path) -> None:
+    """JSON from the model may hold "\\udc80", which no pipe, file or log line can carry as UTF-8.
+    It once crashed after the command had run (the post hook never saw the call); now the gate
+    refuses it up front, and hook input still encodes it as a JSON escape should it get that far."""
     gate = _gate(ws, post=(_hook(ws, "echo"),))
     result = gate.call("bash_command", {"command": "echo hi > out.txt", "reason": "\udc80"})
-    assert result.ok, result.text
-    warning = next(w for w in result.warnings if w.startswith("post-tool hook"))
-    assert json.loads(warning.split("objected (exit 1): ", 1)[1])["tool_input"]["reason"] == "\udc80"
+    assert not result.ok
+    assert "unpaired UTF-16 surrogate" in result.text
+    assert not (ws / "out.txt").exists()
+    assert gate.log()[-1]["input"]["reason"] == "\udc80"
+    assert json.loads(hook_input("pre", "x", {"reason": "\udc80"}, ws))["tool_input"]["reason"] == "\udc80"
 
 
 def test_a_hook_does_not_run_the_workspace_virtualenv(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:

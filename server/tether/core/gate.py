@@ -14,6 +14,7 @@ all come back as a `GateResult` with `is_error` set and a message the model or u
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import traceback
@@ -218,6 +219,9 @@ class Gate:
         if too_big:
             record.args = {"oversized": True}
             return self._finish(_error_result(name, too_big), record)
+        broken = _lone_surrogate(args)
+        if broken:
+            return self._finish(_error_result(name, broken), record)
 
         ctx = ToolContext(
             workspace=self.workspace,
@@ -627,6 +631,28 @@ def _denial_text(payload: Mapping[str, Any]) -> str:
     if payload.get("suggestion"):
         lines.append(f"Suggestion: {payload['suggestion']}")
     return "\n".join(lines)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(args: Mapping[str, Any]) -> str | None:
+    """JSON can carry "\\udc80", which no file, pipe or UTF-8 log can hold: refuse it up front."""
+    stack: list[Any] = [args]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return (
+                    "tool input contains an unpaired UTF-16 surrogate (a \\ud800-\\udfff escape), which "
+                    "is not valid Unicode text; send the text itself"
+                )
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return None
 
 
 def _oversized(args: Mapping[str, Any]) -> str | None:
