@@ -288,3 +288,18 @@ def test_read_mode_runs_with_a_read_only_workspace(ws: Path) -> None:
     TOOL.prepare(_ctx(ws, runner), {"command": "ls"}).execute()
     TOOL.prepare(_ctx(ws, runner), {"command": "pytest -q"}).execute()
     assert [r.read_only_workspace for r in runner.requests] == [True, False]
+
+
+def test_a_path_entry_through_a_workspace_symlink_refuses_writing_commands(
+    ws: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`.venv -> elsewhere` on PATH: a command could swap the link for a directory of its own."""
+    elsewhere = tmp_path_factory.mktemp("virtualenvs") / "app"
+    (elsewhere / "bin").mkdir(parents=True)
+    (ws / ".venv").symlink_to(elsewhere)
+    monkeypatch.setenv("PATH", f"{ws / '.venv' / 'bin'}:/usr/bin:/bin")
+    with pytest.raises(ToolInputError, match=r"goes through \.venv, a symlink inside the workspace"):
+        TOOL.prepare(_ctx(ws, FakeRunner()), {"command": "python3 -m pytest -q"})
+    assert TOOL.prepare(_ctx(ws, FakeRunner()), {"command": "ls"}).permission == "read"
+    monkeypatch.setenv("PATH", f"{elsewhere / 'bin'}:/usr/bin:/bin")  # the target itself is fine
+    assert TOOL.prepare(_ctx(ws, FakeRunner()), {"command": "python3 -m pytest -q"}).permission == "command"

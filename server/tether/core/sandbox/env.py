@@ -113,6 +113,29 @@ def path_dirs_inside(workspace: Path, source: Mapping[str, str] | None = None) -
     return inside
 
 
+def path_links_in_workspace(
+    workspace: Path, source: Mapping[str, str] | None = None
+) -> list[tuple[str, Path]]:
+    """PATH entries that pass through a symlink living inside the workspace, with that symlink.
+
+    `.venv -> ~/.virtualenvs/app` with `.venv/bin` on PATH: the real directory is outside, so
+    nothing is protected, yet a command may replace the link itself (`rm .venv; mkdir -p .venv/bin`)
+    and put a program where the user's own shell finds it. A mount cannot pin a symlink, so the bash
+    tool refuses commands that could write while such an entry is on PATH.
+    """
+    src = os.environ if source is None else source
+    root = workspace.resolve()
+    found: list[tuple[str, Path]] = []
+    for entry in absolute_path_entries(src.get("PATH", DEFAULT_PATH)).split(os.pathsep):
+        parts = Path(os.path.normpath(entry)).parts
+        for end in range(2, len(parts) + 1):
+            prefix = Path(*parts[:end])
+            if prefix.is_symlink() and Path(os.path.realpath(prefix.parent)).is_relative_to(root):
+                found.append((entry, prefix))
+                break
+    return found
+
+
 def rejected_passthrough(passthrough: Iterable[str]) -> list[str]:
     """Configured names that look like secrets and are therefore never passed (shown by doctor)."""
     return [n for n in passthrough if _SECRET_NAME.search(n)]

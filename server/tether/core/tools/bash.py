@@ -13,6 +13,7 @@ checkpoints first). Without the permission the call is a dry run that shows exac
 
 from __future__ import annotations
 
+import os
 import shlex
 import threading
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from tether.core.config import EffectiveConfig, Transform
 from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
 from tether.core.sandbox.base import RunRequest, RunResult
-from tether.core.sandbox.env import path_dirs_inside, sandbox_env
+from tether.core.sandbox.env import path_dirs_inside, path_links_in_workspace, sandbox_env
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
 from tether.errors import PolicyDenied, SandboxUnavailable, ToolInputError
@@ -196,6 +197,18 @@ def _decide(
     raise PolicyDenied(str(payload["error"]), decision=as_command)
 
 
+def _refuse_path_through_workspace_links(ws: Path) -> None:
+    links = path_links_in_workspace(ws)
+    if links:
+        entry, link = links[0]
+        raise ToolInputError(
+            f"bash_command: refused: the PATH entry {entry} goes through {link.relative_to(ws)}, a "
+            "symlink inside the workspace, so a command could replace it and put programs on your "
+            f"PATH. Put its target ({os.path.realpath(entry)}) on PATH instead, then restart the "
+            "editor. Read-only commands still run."
+        )
+
+
 def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
     a = validate(SPEC, args)
     original: str = a["command"]
@@ -209,6 +222,8 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
             raise ToolInputError(f"bash_command: directory {a['directory']!r} is not a directory")
         cwd = where.path
     decision, permission = _decide(command, argv_args, ws, ctx.config, cwd)
+    if permission != "read":  # read-mode commands run with the whole workspace read-only
+        _refuse_path_through_workspace_links(ws)
     argv: tuple[str, ...] | None
     if argv_args is not None:
         exact = (command, *argv_args)
