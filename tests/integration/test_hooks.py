@@ -118,8 +118,10 @@ def test_a_hook_does_not_run_the_workspace_virtualenv(ws: Path, monkeypatch: pyt
     guard = ws / "hooks" / "no-forbidden.py"
     guard.write_text("import sys\nsys.exit(3 if 'forbidden' in sys.stdin.read() else 0)\n")
     gate = _gate(ws, pre=(Hook(command=("python3", str(guard)), tools=("bash_command",)),))
-    plant = f"echo 'import os; os._exit(0)' > {site.relative_to(ws)}/zz.pth"
-    assert gate.call("bash_command", {"command": plant}).ok
+    # The policy now refuses writes into a PATH venv (see test_sandbox_bash_tool); the hook must not
+    # depend on that: the file is planted from outside, as a malicious package install would.
+    assert not gate.call("bash_command", {"command": f"echo x > {site.relative_to(ws)}/zz.pth"}).ok
+    (site / "zz.pth").write_text("import os; os._exit(0)\n")
     assert "objected (exit 3)" in gate.call("bash_command", {"command": "echo forbidden"}).text
 
 

@@ -91,16 +91,34 @@ def test_git_status_inside_does_not_show_protected_placeholders(ws: Path) -> Non
 
 
 def test_path_dirs_inside_the_workspace_cannot_be_written(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An activated venv's bin/ stays usable, but a planted `git` there would outrank the real one."""
+    """An activated venv's bin/ stays usable, but a planted `git` there would outrank the real one.
+    The policy refuses the redirect, and the sandbox holds for what the policy cannot see."""
     tools = ws / "tools"
     tools.mkdir()
+    (ws / "Makefile").write_text("plant:\n\techo planted > tools/git\n")
     monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
-    gate = _gate(ws, "all")
-    assert gate.check_command("echo planted > tools/git")["allowed"]  # the policy alone would allow it
-    result = gate.call("bash_command", {"command": "echo planted > tools/git"})
+    config = replace(EffectiveConfig(), policy=PolicySettings(extra_allowed=("make plant",)))
+    gate = Gate(ws, parse_permissions("all"), config=config)
+    assert gate.check_command("echo planted > tools/git")["rule"] == "path.protected"
+    assert not gate.call("write_file", {"path": "tools/git", "content": "#!/bin/sh\n"}).ok
+    result = gate.call("bash_command", {"command": "make plant"})
     assert not result.ok
     assert not (tools / "git").exists()
     assert gate.call("bash_command", {"command": "echo fine > notes.txt"}).ok
+
+
+def test_a_workspace_virtualenv_is_protected_whole(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .pth file in the venv's site-packages runs in every python the user starts from it."""
+    site = ws / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (ws / ".venv" / "bin").mkdir()
+    (ws / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    monkeypatch.setenv("PATH", f"{ws / '.venv' / 'bin'}:{os.environ['PATH']}")
+    gate = _gate(ws, "all")
+    planted = gate.call("write_file", {"path": ".venv/lib/python3.11/site-packages/zz.pth", "content": "x\n"})
+    assert not planted.ok
+    assert "protected" in planted.text
+    assert not (site / "zz.pth").exists()
 
 
 def test_a_path_dir_inside_the_workspace_is_not_carried_away_with_its_parent(

@@ -19,7 +19,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -126,7 +126,9 @@ class Gate:
         from tether.core.proposals import ProposalStore
 
         self.workspace = workspace.resolve()
-        self.config = config if config is not None else load_config(self.workspace)
+        self.config = _protect_path_tools(
+            self.workspace, config if config is not None else load_config(self.workspace)
+        )
         self.permissions: Permissions = permissions
         self.documents: DocumentSource = documents if documents is not None else NoDocuments()
         self.on_event = on_event
@@ -581,6 +583,23 @@ class Gate:
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+def _protect_path_tools(workspace: Path, config: EffectiveConfig) -> EffectiveConfig:
+    """Add the PATH's tools inside the workspace (an activated `.venv`) to the protected paths.
+
+    Programs there run whenever the user types their names: a write by an edit tool, a redirect or
+    a command would plant code the user runs later. Being in the policy's list, they are refused to
+    every tool and kept read-only in the sandbox, like `.git/hooks`.
+    """
+    from tether.core.sandbox.env import path_tools_inside
+
+    extra = tuple(p.relative_to(workspace).as_posix() for p in path_tools_inside(workspace))
+    missing = tuple(p for p in extra if p not in config.policy.extra_protected)
+    if not missing:
+        return config
+    policy = replace(config.policy, extra_protected=config.policy.extra_protected + missing)
+    return replace(config, policy=policy)
 
 
 def _from_outcome(

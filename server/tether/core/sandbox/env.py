@@ -113,6 +113,20 @@ def path_dirs_inside(workspace: Path, source: Mapping[str, str] | None = None) -
     return inside
 
 
+def path_tools_inside(workspace: Path, source: Mapping[str, str] | None = None) -> list[Path]:
+    """What to keep unwritable for PATH dirs inside the workspace: a virtualenv whole, else the dir.
+
+    A virtualenv's `lib/` is code too: a `.pth` file in its site-packages runs in every later
+    `python` the user starts from it, so protecting `bin/` alone is not enough.
+    """
+    roots: list[Path] = []
+    for directory in path_dirs_inside(workspace, source):
+        root = directory.parent if (directory.parent / "pyvenv.cfg").is_file() else directory
+        if root != workspace.resolve() and root not in roots:
+            roots.append(root)
+    return roots
+
+
 def path_links_in_workspace(
     workspace: Path, source: Mapping[str, str] | None = None
 ) -> list[tuple[str, Path]]:

@@ -25,7 +25,7 @@ from tether.core.config import EffectiveConfig, Transform
 from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
 from tether.core.sandbox.base import RunRequest, RunResult
-from tether.core.sandbox.env import path_dirs_inside, path_links_in_workspace, sandbox_env
+from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
 from tether.errors import PolicyDenied, SandboxUnavailable, ToolInputError
@@ -249,7 +249,8 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
         timeout=sandbox.command_timeout,
         max_output_bytes=sandbox.max_output_bytes,
         # PATH directories inside the workspace (an activated .venv/bin) stay usable but read-only.
-        protected=(*protected_write_paths(ws, ctx.config.policy), *path_dirs_inside(ws)),
+        # PATH dirs inside the workspace are in the policy's protected list too (see Gate).
+        protected=tuple(protected_write_paths(ws, ctx.config.policy)),
         env_passthrough=sandbox.env_passthrough,
         max_parallel=sandbox.max_parallel,
     )
