@@ -96,3 +96,22 @@ def test_stale_proposal_through_the_gate(repo: Path) -> None:
     assert "is stale" in accepted.text
     assert g.proposals.get(result.proposal.id).state == "stale"
     assert "twenty" not in (repo / "app.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"path": "a.txt", "content": "x" * 4_000_001}, "tool input is too large"),
+        ({"path": "a.txt", "content": ["nested", {"deep": "x" * 4_000_001}]}, "tool input is too large"),
+        ({"path": "a.txt", "content": "ok\udc80"}, "unpaired UTF-16 surrogate"),
+        ({"path": "a.txt", "content": "ok", "extra": [{"k\udfff": 1}]}, "unpaired UTF-16 surrogate"),
+    ],
+)
+def test_input_no_file_can_hold_is_refused_before_any_tool_runs(
+    repo: Path, args: dict[str, object], expected: str
+) -> None:
+    result = gate(repo, "all").call("write_file", args)
+    assert not result.ok
+    assert expected in result.text
+    assert not (repo / "a.txt").exists()
+    assert gate(repo, "all").log()[-1]["success"] is False

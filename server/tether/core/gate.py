@@ -18,7 +18,7 @@ import re
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -655,37 +655,34 @@ def _denial_text(payload: Mapping[str, Any]) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _lone_surrogate(args: Mapping[str, Any]) -> str | None:
-    """JSON can carry "\\udc80", which no file, pipe or UTF-8 log can hold: refuse it up front."""
+def _strings(args: Mapping[str, Any]) -> Iterator[str]:
+    """Every string in a tool input, keys included, however deeply nested."""
     stack: list[Any] = [args]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return (
-                    "tool input contains an unpaired UTF-16 surrogate (a \\ud800-\\udfff escape), which "
-                    "is not valid Unicode text; send the text itself"
-                )
+            yield item
         elif isinstance(item, Mapping):
             stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
+
+
+def _lone_surrogate(args: Mapping[str, Any]) -> str | None:
+    """JSON can carry "\\udc80", which no file, pipe or UTF-8 log can hold: refuse it up front."""
+    if any(_SURROGATE.search(text) for text in _strings(args)):
+        return (
+            "tool input contains an unpaired UTF-16 surrogate (a \\ud800-\\udfff escape), which "
+            "is not valid Unicode text; send the text itself"
+        )
     return None
 
 
 def _oversized(args: Mapping[str, Any]) -> str | None:
     total = 0
-    stack: list[Any] = [args]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            total += len(item)
-        elif isinstance(item, Mapping):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
+    for text in _strings(args):
+        total += len(text)
         if total > MAX_INPUT_BYTES:
             return f"tool input is too large (over {MAX_INPUT_BYTES // 1_000_000} MB); send smaller pieces"
     return None
