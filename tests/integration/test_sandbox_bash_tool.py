@@ -132,3 +132,19 @@ def test_a_path_dir_inside_the_workspace_is_not_carried_away_with_its_parent(
     Gate(ws, parse_permissions("all"), config=config).call("bash_command", {"command": "make plant"})
     assert not (ws / "tools" / "bin" / "git").exists()
     assert not (ws / "old").exists()
+
+
+def test_a_protected_path_that_is_a_symlink_refuses_writing_commands_with_a_way_out(
+    ws: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A mount cannot pin `.envrc -> ~/x`: a command could swap it for a file that direnv then runs."""
+    outside = tmp_path_factory.mktemp("dotfiles") / "envrc"
+    outside.write_text("export A=1\n")
+    (ws / ".envrc").symlink_to(outside)
+    gate = _gate(ws, "all", backend="bubblewrap")
+    result = gate.call("bash_command", {"command": "make fail"})
+    assert not result.ok
+    assert "the protected path .envrc is a symbolic link" in result.text
+    assert "Replace the link" in result.text
+    assert gate.call("bash_command", {"command": "cat notes.txt"}).ok  # read-only commands still run
+    assert (ws / ".envrc").is_symlink()

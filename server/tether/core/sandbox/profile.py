@@ -202,6 +202,15 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
             target = _anchor(workspace, raw)
             if target is None or target in paths:
                 continue
+            if target.is_symlink():
+                # A mount lands on the link's target and cannot keep the link itself in place: a
+                # command could swap `.envrc -> ~/x` for a file of its own. Refuse, and say how out.
+                raise SandboxError(
+                    f"refusing to run a command that can write: the protected path "
+                    f"{target.relative_to(workspace)} is a symbolic link (to {os.readlink(target)}), which "
+                    "the sandbox cannot keep in place. Replace the link with the file or directory "
+                    "itself; read-only commands still run."
+                )
             try:
                 created = _create_placeholder(target)
             except OSError as exc:
