@@ -202,7 +202,7 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
             target = _anchor(workspace, raw)
             if target is None or target in paths:
                 continue
-            if target.is_symlink():
+            if os.path.islink(target):  # (False on errors: pinning below then reports them)
                 # A mount lands on the link's target and cannot keep the link itself in place: a
                 # command could swap `.envrc -> ~/x` for a file of its own. Refuse, and say how out.
                 raise SandboxError(
