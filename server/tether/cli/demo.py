@@ -91,6 +91,9 @@ class Demo:
     buffers: dict[str, Buffer] = field(default_factory=dict)
     accept_checkpoint: str | None = None  # taken before the first accepted hunk: the rollback target
     previews: dict[str, int] = field(default_factory=dict)
+    # Set once the session starts; the LSP handlers (called by pygls with params only) need them.
+    workspace: Path = field(init=False)
+    client: LanguageClient = field(init=False)
 
     # --- the session -----------------------------------------------------------------------------
 

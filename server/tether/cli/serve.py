@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import threading
+import time
 from typing import Any
+
+# After the client is gone, how long running work may take to notice its cancellation.
+EXIT_GRACE_SECONDS = 10.0
 
 
 def register(subparsers: Any) -> None:
@@ -76,14 +82,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-EXIT_GRACE_SECONDS = 10.0
-
-
 def _exit_when_idle(grace: float) -> None:
-    import os
-    import threading
-    import time
-
     deadline = time.monotonic() + grace
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:

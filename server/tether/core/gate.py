@@ -217,13 +217,11 @@ class Gate:
         if not isinstance(args, Mapping):
             result = _error_result(name, f"tool input must be a JSON object, not {type(args).__name__}")
             return self._finish(result, record)
-        too_big = _oversized(args)
-        if too_big:
-            record.args = {"oversized": True}
-            return self._finish(_error_result(name, too_big), record)
-        broken = _lone_surrogate(args)
-        if broken:
-            return self._finish(_error_result(name, broken), record)
+        problem, oversized = _input_problem(args)
+        if problem is not None:
+            if oversized:
+                record.args = {"oversized": True}  # the log line stays small
+            return self._finish(_error_result(name, problem), record)
 
         ctx = ToolContext(
             workspace=self.workspace,
@@ -340,17 +338,15 @@ class Gate:
             check = check_path(proposal.path, self.workspace, write=True, settings=self.config.policy)
             if not check.ok or check.path is None:
                 raise PolicyDenied(check.reason)
-            document = self.documents.get(check.path)
-            in_editor = document is not None and apply is not None
-            if in_editor:
-                assert document is not None
+            # An open buffer matters only when the face can apply edits to it; else the disk is the truth.
+            document = self.documents.get(check.path) if apply is not None else None
+            if document is not None:
                 current = document.text
             else:
                 current = read_current_text(self.workspace, proposal.path)
             plan = self.proposals.plan_accept(proposal_id, hunks, current)  # marks it stale if it can't
             checkpoint, warnings = self._take_checkpoint(f"accept {proposal.path}")
-            if in_editor:
-                assert apply is not None
+            if document is not None and apply is not None:
                 if not apply(proposal, list(plan.hunks), plan.new_content):
                     raise ProposalError(
                         "the editor did not apply the edit (refused, or the buffer changed); "
@@ -669,20 +665,25 @@ def _strings(args: Mapping[str, Any]) -> Iterator[str]:
             stack.extend(item)
 
 
-def _lone_surrogate(args: Mapping[str, Any]) -> str | None:
-    """JSON can carry "\\udc80", which no file, pipe or UTF-8 log can hold: refuse it up front."""
-    if any(_SURROGATE.search(text) for text in _strings(args)):
-        return (
-            "tool input contains an unpaired UTF-16 surrogate (a \\ud800-\\udfff escape), which "
-            "is not valid Unicode text; send the text itself"
-        )
-    return None
+def _input_problem(args: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """What makes an input unusable by any tool, in one walk: (message, whether it is the size).
 
-
-def _oversized(args: Mapping[str, Any]) -> str | None:
+    JSON can carry "\\udc80", which no file, pipe or UTF-8 log can hold: refused up front too.
+    """
     total = 0
+    surrogate = False
     for text in _strings(args):
         total += len(text)
         if total > MAX_INPUT_BYTES:
-            return f"tool input is too large (over {MAX_INPUT_BYTES // 1_000_000} MB); send smaller pieces"
-    return None
+            return (
+                f"tool input is too large (over {MAX_INPUT_BYTES // 1_000_000} MB); send smaller pieces",
+                True,
+            )
+        surrogate = surrogate or _SURROGATE.search(text) is not None
+    if surrogate:
+        message = (
+            "tool input contains an unpaired UTF-16 surrogate (a \\ud800-\\udfff escape), which "
+            "is not valid Unicode text; send the text itself"
+        )
+        return message, False
+    return None, False

@@ -36,9 +36,9 @@ def hooks_for(hooks: Iterable[Hook], tool: str) -> list[Hook]:
 def hook_input(phase: Phase, tool: str, payload: Mapping[str, Any], workspace: Path) -> bytes:
     """The JSON document a hook reads on stdin.
 
-    The model's JSON may hold lone surrogates ("\\udc80"), which UTF-8 cannot encode: written as
-    that escape they stay valid JSON, instead of a crash that skipped the hook (after the call ran,
-    for a post hook).
+    The gate refuses input with lone surrogates ("\\udc80"), which UTF-8 cannot encode; should one
+    reach a hook anyway (a tool's result), it is written as that escape and stays valid JSON, rather
+    than crashing the hook run after the call happened.
     """
     document: dict[str, Any] = {
         "hook_event_name": EVENT_NAMES[phase],

@@ -74,8 +74,9 @@ def sandbox_env(
             env[name] = value
     path = absolute_path_entries(env.get("PATH", DEFAULT_PATH), drop=workspace)
     if not workspace_path and workspace is not None:
-        inside = {str(p) for p in path_dirs_inside(workspace, {"PATH": path})}
-        path = os.pathsep.join(e for e in path.split(os.pathsep) if os.path.realpath(e) not in inside)
+        root = workspace.resolve()
+        kept = (e for e in path.split(os.pathsep) if not Path(os.path.realpath(e)).is_relative_to(root))
+        path = os.pathsep.join(kept)
     env["PATH"] = path or DEFAULT_PATH
     env.update(hardened_git_env(workspace))
     return env

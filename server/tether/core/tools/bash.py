@@ -248,8 +248,7 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
         transforms=tuple(applied),
         timeout=sandbox.command_timeout,
         max_output_bytes=sandbox.max_output_bytes,
-        # PATH directories inside the workspace (an activated .venv/bin) stay usable but read-only.
-        # PATH dirs inside the workspace are in the policy's protected list too (see Gate).
+        # PATH tools inside the workspace (an activated .venv) are in this list too: see Gate.
         protected=tuple(protected_write_paths(ws, ctx.config.policy)),
         env_passthrough=sandbox.env_passthrough,
         max_parallel=sandbox.max_parallel,
