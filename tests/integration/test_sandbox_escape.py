@@ -16,6 +16,7 @@ import shutil
 import signal
 import site
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -148,8 +149,35 @@ def who(request: pytest.FixtureRequest) -> str | None:
     return user
 
 
+@pytest.fixture(scope="session")
+def traversable_checkout() -> Iterator[None]:
+    """Let other users traverse (not list) the directories above our source and site-packages.
+
+    A checkout under a private directory (`mktemp -d` is 0700, as a CI runner may use) would
+    otherwise hide Tether from the unprivileged user, and the whole suite would skip as that user.
+    The modes are restored afterwards.
+    """
+    import tether
+
+    roots = [Path(tether.__file__).parent, *map(Path, site.getsitepackages()), Path(sys.executable).parent]
+    changed: dict[Path, int] = {}
+    for root in roots:
+        for directory in [root, *root.parents]:
+            mode = directory.stat().st_mode
+            if directory not in changed and not mode & stat.S_IXOTH:
+                changed[directory] = mode
+                directory.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
+    try:
+        yield
+    finally:
+        for directory, mode in changed.items():
+            directory.chmod(stat.S_IMODE(mode))
+
+
 @pytest.fixture
-def sbx(backend: str, who: str | None) -> Iterator[Runner]:
+def sbx(backend: str, who: str | None, request: pytest.FixtureRequest) -> Iterator[Runner]:
+    if who is not None and os.geteuid() == 0:
+        request.getfixturevalue("traversable_checkout")
     python, pythonpath = _python_for(who)
     _backend_or_skip(backend, who, python, pythonpath)
     # Not under /tmp: bwrap and firejail give a private /tmp, which would make "outside" trivially safe.
