@@ -19,8 +19,7 @@ import anthropic
 from tether.agent import create_agent
 from tether.agent.fakeapi import FakeAnthropicServer, parse_script
 from tether.core.config import AgentSettings, EffectiveConfig
-from tether.core.gate import Gate
-from tether.core.permissions import parse_permissions
+from tether.core.session import FaceOverrides, open_session
 
 ROUNDS = 30
 TEXT = {"content": "A short answer of a few words, streamed in pieces."}
@@ -46,7 +45,7 @@ async def _bare(url: str) -> list[float]:
 
 
 async def _agent(url: str, ws: Path) -> list[float]:
-    gate = Gate(ws, parse_permissions("read"), config=EffectiveConfig())
+    gate = open_session(ws, FaceOverrides(permissions="read"), config=EffectiveConfig()).gate
     agent = create_agent(gate, AgentSettings(model="claude-sonnet-5-5", base_url=url), environ={})
     samples = []
     for i in range(ROUNDS):

@@ -119,11 +119,10 @@ async def bench_accept(tmp: Path) -> tuple[float, float, float]:
 
 def bench_gate_accept(tmp: Path) -> float:
     """The same accepts through the gate in-process, written to disk: checkpoint + proposal + write."""
-    from tether.core.gate import Gate
-    from tether.core.permissions import parse_permissions
+    from tether.core.session import FaceOverrides, open_session
 
     workspace = make_repo(tmp / "gate-ws", {"big.py": document()})
-    gate = Gate(workspace, parse_permissions("none"))
+    gate = open_session(workspace, FaceOverrides(permissions="none")).gate
     times = []
     for round_ in range(ACCEPTS):
         text = (workspace / "big.py").read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,21 +12,29 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 pytestmark = pytest.mark.e2e
 
-COMMANDS = {
-    "tether.status",
-    "tether.ask",
-    "tether.runTool",
-    "tether.proposals",
-    "tether.proposal",
-    "tether.accept",
-    "tether.reject",
-    "tether.rollback",
-    "tether.checkpoints",
-    "tether.toolLog",
-    "tether.setPermissions",
-    "tether.checkCommand",
-    "tether.cancel",
-}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _server_commands() -> set[str]:
+    """The one list: the commands the server registers (tether.lsp.features.commands.COMMANDS)."""
+    from tether.lsp.features.commands import COMMANDS as REGISTERED
+
+    return set(REGISTERED)
+
+
+COMMANDS = _server_commands()
+
+
+def test_protocol_ts_and_docs_list_exactly_the_servers_commands() -> None:
+    """VS Code's protocol.ts and docs/lsp.md name every command the server has, and no other."""
+    protocol = (ROOT / "editors" / "vscode" / "src" / "common" / "protocol.ts").read_text(encoding="utf-8")
+    listed = protocol[protocol.index("SERVER_COMMANDS = [") : protocol.index("] as const")]
+    assert set(re.findall(r'"(tether\.\w+)"', listed)) == COMMANDS
+    docs = (ROOT / "docs" / "lsp.md").read_text(encoding="utf-8")
+    assert set(re.findall(r"^\| `(tether\.\w+)` \|", docs, flags=re.MULTILINE)) == COMMANDS
+    assert "tether.diff" in COMMANDS  # the one an older hand-written list had lost
+
+
 INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
 
@@ -33,7 +42,7 @@ REQUEST_FAILED = -32803
 async def test_capabilities_advertise_every_command(editor: Editor) -> None:
     caps = editor.init_result.capabilities
     assert caps.execute_command_provider is not None
-    assert set(caps.execute_command_provider.commands) >= COMMANDS
+    assert set(caps.execute_command_provider.commands) == COMMANDS
     assert caps.code_lens_provider is not None
     assert caps.code_action_provider is not None
     sync = caps.text_document_sync
@@ -174,12 +183,11 @@ async def test_editor_options_cannot_turn_the_sandbox_off(tmp_path: Path) -> Non
 async def test_proposals_from_an_earlier_session_are_shown_on_open(tmp_path: Path) -> None:
     from _lsp_support import make_repo
 
-    from tether.core.gate import Gate
-    from tether.core.permissions import parse_permissions
+    from tether.core.session import FaceOverrides, open_session
 
     files = {"a.txt": "one\ntwo\nthree\n"}
     workspace = make_repo(tmp_path / "ws", files)
-    made = Gate(workspace, parse_permissions("none")).call(
+    made = open_session(workspace, FaceOverrides(permissions="none")).gate.call(
         "write_file", {"path": "a.txt", "content": "one\n2\nthree\n"}
     )
     assert made.proposal is not None

@@ -103,8 +103,11 @@ async def test_denials_are_results_with_events_not_errors(editor: Editor) -> Non
     assert not (editor.workspace.parent / "x").exists()
     unknown = await editor.command("tether.runTool", {"name": "rm_rf", "input": {}})
     assert "unknown tool" in unknown["result"]["result"]["error"]
-    assert [e.state for e in editor.events] == ["denied", "denied", "failed"]
+    # The permission change is a call of its own: an event and an audit line, decided by the user.
+    assert [e.state for e in editor.events] == ["executed", "denied", "denied", "failed"]
+    assert editor.events[0].tool == "set_permissions"
     assert [e["tool"] for e in (await editor.command("tether.toolLog", {}))["entries"]] == [
+        "set_permissions",
         "bash_command",
         "write_file",
         "rm_rf",

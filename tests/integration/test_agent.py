@@ -24,7 +24,7 @@ from tether.agent import AgentEvent, create_agent
 from tether.agent.fakeapi import FakeAnthropicServer, load_script, parse_script
 from tether.core.config import AgentSettings, EffectiveConfig
 from tether.core.gate import Gate
-from tether.core.permissions import parse_permissions
+from tether.core.session import FaceOverrides, open_session
 from tether.demo import DEMO_SCRIPT, make_demo_workspace
 from tether.errors import AgentError
 
@@ -38,7 +38,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def _gate(ws: Path, permissions: str) -> Gate:
-    return Gate(ws, parse_permissions(permissions), config=EffectiveConfig())
+    return open_session(ws, FaceOverrides(permissions=permissions), config=EffectiveConfig()).gate
 
 
 def _needs_bash(gate: Gate) -> None:

@@ -21,8 +21,7 @@ from tether.agent.anthropic_client import OFFLINE_KEY, resolve_endpoint
 from tether.agent.fakeapi import FakeAnthropicServer, parse_script
 from tether.agent.render import TerminalRenderer
 from tether.core.config import AgentSettings, EffectiveConfig, config_from_mappings
-from tether.core.gate import Gate
-from tether.core.permissions import parse_permissions
+from tether.core.session import FaceOverrides, open_session
 from tether.errors import AgentError
 
 MODEL = "claude-sonnet-5-5"
@@ -45,7 +44,7 @@ def _ask(
     """Run one turn against the script; returns (TurnResult or the AgentError, the server)."""
     options = {"max_retries": 2, "timeout": 30.0, "backoff": 0.01, **client_options}
     with FakeAnthropicServer(parse_script(steps)) as api:
-        gate = Gate(ws, parse_permissions("read"), config=EffectiveConfig())
+        gate = open_session(ws, FaceOverrides(permissions="read"), config=EffectiveConfig()).gate
         settings = AgentSettings(model=MODEL, base_url=api.url)
         agent = create_agent(
             gate,
@@ -200,7 +199,7 @@ def test_the_key_never_reaches_disk_logs_screen_or_the_model(
         {"error": {"status": 401}},
     ]
     with FakeAnthropicServer(parse_script(steps)) as api:
-        gate = Gate(workspace, parse_permissions("read"), config=EffectiveConfig())
+        gate = open_session(workspace, FaceOverrides(permissions="read"), config=EffectiveConfig()).gate
         settings = replace(AgentSettings(model=MODEL, base_url=api.url))
         agent = create_agent(
             gate,
@@ -244,7 +243,7 @@ def test_the_key_is_not_in_a_commands_environment(workspace: Path, monkeypatch: 
         "PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     )  # overridden by the settings below
     (workspace / "test_env_probe.py").write_text(PROBE)
-    gate = Gate(workspace, parse_permissions("read,command"), config=EffectiveConfig())
+    gate = open_session(workspace, FaceOverrides(permissions="read,command"), config=EffectiveConfig()).gate
     probe = gate.call("bash_command", {"command": "pytest -q -s test_env_probe.py"}, source="cli")
     if not probe.ok and "sandbox" in probe.text.lower() and "LEAKED" not in probe.text:
         pytest.skip(f"no sandbox here: {probe.text[:200]}")

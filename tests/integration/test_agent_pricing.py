@@ -13,8 +13,7 @@ from tether.agent.fakeapi import FakeAnthropicServer, parse_script
 from tether.agent.model import Usage
 from tether.agent.pricing import PRICES, price_for
 from tether.core.config import AgentSettings, EffectiveConfig
-from tether.core.gate import Gate
-from tether.core.permissions import parse_permissions
+from tether.core.session import FaceOverrides, open_session
 
 
 @pytest.mark.parametrize(
@@ -69,7 +68,7 @@ def test_thinking_blocks_and_tool_results_go_back_verbatim(tmp_path: Path) -> No
         ]
     )
     with FakeAnthropicServer(script) as api:
-        gate = Gate(ws, parse_permissions("read"), config=EffectiveConfig())
+        gate = open_session(ws, FaceOverrides(permissions="read"), config=EffectiveConfig()).gate
         agent = create_agent(gate, AgentSettings(model="claude-sonnet-5-5", base_url=api.url), environ={})
         result = asyncio.run(agent.ask("read a.txt"))
         assert api.failures == []

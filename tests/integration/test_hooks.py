@@ -14,8 +14,8 @@ import pytest
 from tether.core.config import EffectiveConfig, Hook, HookSettings
 from tether.core.gate import Gate
 from tether.core.hooks import hook_input, hooks_for
-from tether.core.permissions import parse_permissions
 from tether.core.sandbox import auto_choice
+from tether.core.session import FaceOverrides, open_session
 
 # Refuses writes to paths containing "secret"; says why on stderr, as hook scripts do.
 GUARD = """\
@@ -49,7 +49,7 @@ def ws(tmp_path: Path) -> Path:
 
 def _gate(ws: Path, *, pre: tuple[Hook, ...] = (), post: tuple[Hook, ...] = ()) -> Gate:
     config = replace(EffectiveConfig(), hooks=HookSettings(pre_tool_use=pre, post_tool_use=post))
-    return Gate(ws, parse_permissions("all"), config=config)
+    return open_session(ws, FaceOverrides(permissions="all"), config=config).gate
 
 
 def _hook(ws: Path, name: str, **options: object) -> Hook:

@@ -11,9 +11,9 @@ import pytest
 
 from tether.core.config import EffectiveConfig, SandboxSettings
 from tether.core.gate import Gate
-from tether.core.permissions import parse_permissions
 from tether.core.policy import PolicySettings
 from tether.core.sandbox import auto_choice
+from tether.core.session import FaceOverrides, open_session
 
 MAKEFILE = """\
 slow:
@@ -42,7 +42,7 @@ def _gate(ws: Path, permissions: str = "all", **sandbox: object) -> Gate:
         sandbox=replace(SandboxSettings(), **sandbox),  # type: ignore[arg-type]
         policy=PolicySettings(extra_allowed=("make slow", "make big", "make fail")),
     )
-    return Gate(ws, parse_permissions(permissions), config=config)
+    return open_session(ws, FaceOverrides(permissions=permissions), config=config).gate
 
 
 def test_read_command_runs_with_read_permission(ws: Path) -> None:
@@ -98,7 +98,7 @@ def test_path_dirs_inside_the_workspace_cannot_be_written(ws: Path, monkeypatch:
     (ws / "Makefile").write_text("plant:\n\techo planted > tools/git\n")
     monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
     config = replace(EffectiveConfig(), policy=PolicySettings(extra_allowed=("make plant",)))
-    gate = Gate(ws, parse_permissions("all"), config=config)
+    gate = open_session(ws, FaceOverrides(permissions="all"), config=config).gate
     assert gate.check_command("echo planted > tools/git")["rule"] == "path.protected"
     assert not gate.call("write_file", {"path": "tools/git", "content": "#!/bin/sh\n"}).ok
     result = gate.call("bash_command", {"command": "make plant"})
@@ -129,7 +129,9 @@ def test_a_path_dir_inside_the_workspace_is_not_carried_away_with_its_parent(
     (ws / "Makefile").write_text("plant:\n\tmv tools old; mkdir -p tools/bin; echo planted > tools/bin/git\n")
     monkeypatch.setenv("PATH", f"{ws / 'tools' / 'bin'}:{os.environ['PATH']}")
     config = replace(EffectiveConfig(), policy=PolicySettings(extra_allowed=("make plant",)))
-    Gate(ws, parse_permissions("all"), config=config).call("bash_command", {"command": "make plant"})
+    open_session(ws, FaceOverrides(permissions="all"), config=config).gate.call(
+        "bash_command", {"command": "make plant"}
+    )
     assert not (ws / "tools" / "bin" / "git").exists()
     assert not (ws / "old").exists()
 

@@ -9,7 +9,7 @@ import pytest
 
 from tether.core.config import EffectiveConfig
 from tether.core.gate import Gate
-from tether.core.permissions import parse_permissions
+from tether.core.session import FaceOverrides, open_session
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def gate(root: Path, perms: str) -> Gate:
-    return Gate(root, parse_permissions(perms), config=EffectiveConfig())
+    return open_session(root, FaceOverrides(permissions=perms), config=EffectiveConfig()).gate
 
 
 def test_definitions_include_every_file_tool(repo: Path) -> None:

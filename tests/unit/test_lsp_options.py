@@ -7,10 +7,9 @@ from typing import Any
 import pytest
 
 from tether.core import config as core_config
-from tether.core.config import EffectiveConfig, SandboxSettings
 from tether.lsp import options as lsp_options
 from tether.lsp.errors import ParamsError
-from tether.lsp.options import InitOptions, apply_options, parse_options
+from tether.lsp.options import InitOptions, parse_options
 from tether.lsp.params import MAX_ARGUMENT_CHARS, one_object
 
 
@@ -61,21 +60,13 @@ def test_invalid_options_fall_back_to_defaults(raw: Any, fragment: str) -> None:
     assert fragment in errors[0]
 
 
-def test_apply_options_never_turns_the_sandbox_off_alone() -> None:
-    config, warnings = apply_options(EffectiveConfig(), InitOptions(sandbox="none", permissions="read"))
-    assert config.sandbox.backend == "auto"
-    assert config.permissions == "read"
-    assert "ignored" in warnings[0]
-    user_said_none = EffectiveConfig(sandbox=SandboxSettings(backend="none"))
-    config, warnings = apply_options(user_said_none, InitOptions(sandbox="none"))
-    assert config.sandbox.backend == "none"
-    assert warnings == []
-    config, _ = apply_options(
-        EffectiveConfig(), InitOptions(sandbox="firejail", command_timeout=5, max_cost=1.0)
-    )
-    assert config.sandbox.backend == "firejail"
-    assert config.sandbox.command_timeout == 5
-    assert config.agent.max_cost == 1.0
+def test_options_become_the_sessions_face_overrides() -> None:
+    options, errors = parse_options({"permissions": "write,read", "readOnly": True, "sandbox": "firejail"})
+    assert errors == []
+    overrides = options.overrides()
+    assert overrides.permissions == "read,write"
+    assert overrides.read_only is True
+    assert overrides.sandbox == "firejail"
 
 
 def test_one_object() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tether.agent.conversations import ConversationStore
-from tether.agent.executor import GateExecutor, ToolExecutor, ToolOutcome
+from tether.agent.executor import GateExecutor, ToolExecutor, ToolReport
 from tether.agent.loop import (
     Agent,
     AgentEvent,
@@ -73,7 +73,7 @@ __all__ = [
     "ReplayResult",
     "ToolCallRecord",
     "ToolExecutor",
-    "ToolOutcome",
+    "ToolReport",
     "TurnResult",
     "Usage",
     "create_agent",

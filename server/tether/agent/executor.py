@@ -29,7 +29,7 @@ PROPOSAL_NOTE = (
 
 
 @dataclass
-class ToolOutcome:
+class ToolReport:
     """One tool call's result: `content`/`is_error` for the model, the rest for people."""
 
     content: str
@@ -73,7 +73,7 @@ class ToolExecutor(Protocol):
         conversation_id: str | None,
         cancel: threading.Event,
         source: str = "agent",
-    ) -> ToolOutcome:
+    ) -> ToolReport:
         """Run one call; never raises for a failed, denied or malformed call."""
         ...
 
@@ -119,7 +119,7 @@ class GateExecutor:
         conversation_id: str | None,
         cancel: threading.Event,
         source: str = "agent",
-    ) -> ToolOutcome:
+    ) -> ToolReport:
         result = self.gate.call(name, input, source=source, conversation_id=conversation_id, cancel=cancel)
         return outcome_from_gate(result)
 
@@ -141,7 +141,18 @@ class GateExecutor:
         return messages, still_pending
 
 
-def outcome_from_gate(result: GateResult) -> ToolOutcome:
+_VERDICT_OF_STATE: dict[str, Verdict] = {
+    "executed": "executed",
+    "failed": "failed",
+    "stale": "failed",
+    "denied": "denied",
+    "proposed": "proposed",
+    "dry_run": "dry_run",
+}
+
+
+def outcome_from_gate(result: GateResult) -> ToolReport:
+    """What the model and the user are told, from the gate's own state (never from its text)."""
     decision = result.decision or {}
     reason = decision.get("reason") if isinstance(decision, Mapping) else None
     suggestion = decision.get("suggestion") if isinstance(decision, Mapping) else None
@@ -149,32 +160,24 @@ def outcome_from_gate(result: GateResult) -> ToolOutcome:
     suggestion = suggestion or payload.get("suggestion")
     content = result.text or json.dumps(payload, default=str)
     diff = None
-    if result.is_error:
-        verdict: Verdict = "denied" if decision.get("allowed") is False else "failed"
-        if verdict == "failed":
-            # the policy allowed it; what went wrong is the tool's error or the command's exit code
-            reason = str(payload.get("error") or "") or None
-            if reason is None and payload.get("exit_code") is not None:
-                reason = f"exit code {payload['exit_code']}"
-        if verdict == "denied":
-            if reason and reason not in content:
-                content += f"\nReason: {reason}"
-            if suggestion and suggestion not in content:
-                content += f"\nSuggestion: {suggestion}"
-    elif result.proposal is not None and result.dry_run:
-        verdict = "proposed"
+    verdict = _VERDICT_OF_STATE.get(result.state, "failed" if result.is_error else "executed")
+    if verdict == "failed":
+        # the policy allowed it; what went wrong is the tool's error or the command's exit code
+        reason = str(payload.get("error") or "") or None
+        if reason is None and payload.get("exit_code") is not None:
+            reason = f"exit code {payload['exit_code']}"
+    elif verdict == "denied":
+        if reason and reason not in content:
+            content += f"\nReason: {reason}"
+        if suggestion and suggestion not in content:
+            content += f"\nSuggestion: {suggestion}"
+    elif verdict == "proposed" and result.proposal is not None:
         proposal = result.proposal
         diff = proposal.render_unified(color=False)
         content += PROPOSAL_NOTE.format(id=proposal.id, path=proposal.path, hunks=len(proposal.hunks))
-    elif result.dry_run:
-        verdict = "dry_run"
-        if "dry run" not in content.lower():
-            content = (
-                f"[dry run — nothing was executed; the session lacks the permission for this]\n{content}"
-            )
-    else:
-        verdict = "executed"
-    return ToolOutcome(
+    elif verdict == "dry_run" and "dry run" not in content.lower():  # say so once
+        content = f"[dry run — nothing was executed; the session lacks the permission for this]\n{content}"
+    return ToolReport(
         content=content,
         is_error=result.is_error,
         verdict=verdict,

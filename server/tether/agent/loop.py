@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.agent.conversations import Conversation, ConversationStore, Stats, iso_now
-from tether.agent.executor import ToolExecutor, ToolOutcome, summarize_call
+from tether.agent.executor import ToolExecutor, ToolReport, summarize_call
 from tether.agent.model import ModelClient, ModelRequest, ModelResponse, StreamEvent, Usage
 from tether.agent.pricing import Price, price_for
 from tether.core.config import AgentSettings
@@ -65,7 +65,7 @@ class ToolCallRecord:
     name: str
     input: Mapping[str, Any]
     summary: str
-    outcome: ToolOutcome
+    outcome: ToolReport
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -390,7 +390,7 @@ class Agent:
                 assert isinstance(tool_input, Mapping)
                 summary = summarize_call(name, tool_input)
                 if cancel.is_set():
-                    outcome = ToolOutcome("Cancelled by the user before this call ran.", True, "cancelled")
+                    outcome = ToolReport("Cancelled by the user before this call ran.", True, "cancelled")
                 else:
                     self._emit("tool_start", summary, id=tool_id, name=name, input=dict(tool_input))
                     outcome = await self._call_tool(name, tool_input, conversation.id, cancel)
@@ -434,7 +434,7 @@ class Agent:
         conversation_id: str,
         cancel: threading.Event,
         source: str = "agent",
-    ) -> ToolOutcome:
+    ) -> ToolReport:
         """Run the call in a worker thread; on cancellation, signal it and wait for it to stop cleanly."""
         call = asyncio.ensure_future(
             asyncio.to_thread(

@@ -27,11 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
-        try:
-            module = importlib.import_module(f"{__name__}.{info.name}")
-        except Exception as exc:  # one broken command must not take every other command down
-            print(f"tether: warning: command module {info.name!r} failed to load: {exc}", file=sys.stderr)
-            continue
+        # No try/except: a command module that cannot import is a broken install, and hiding it
+        # (the command silently missing from `tether --help`) is worse than failing loudly.
+        module = importlib.import_module(f"{__name__}.{info.name}")
         module.register(subparsers)
     return parser
 

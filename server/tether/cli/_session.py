@@ -1,16 +1,19 @@
-"""Build a gate for one CLI invocation: workspace, config, permissions, optional overrides."""
+"""Open the session for one CLI invocation: `--workspace`, `--permissions` and the config files.
+
+Every CLI command that touches a workspace comes through here, so `tether check`, `tether run`,
+`tether tool`, `tether sandbox` and the rest judge with the same assembled configuration.
+"""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+import sys
 from typing import TYPE_CHECKING
 
 from tether.cli._common import resolve_workspace
-from tether.errors import TetherError
 
 if TYPE_CHECKING:
-    from tether.core.gate import Gate
+    from tether.core.session import Session
 
 
 def add_permissions_arg(parser: argparse.ArgumentParser) -> None:
@@ -24,19 +27,13 @@ def add_permissions_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_gate(args: argparse.Namespace, *, timeout: float | None = None) -> Gate:
-    from tether.core.config import MAX_COMMAND_TIMEOUT, load_config
-    from tether.core.gate import Gate
-    from tether.core.permissions import parse_permissions
+def open_cli_session(args: argparse.Namespace, *, timeout: float | None = None) -> Session:
+    """The session for `args.workspace` (default: the current directory), warnings on stderr."""
+    from tether.core.session import FaceOverrides, open_session
 
     workspace = resolve_workspace(getattr(args, "workspace", None))
-    config = load_config(workspace)
-    for warning in config.warnings:
-        print(f"Warning: {warning}", file=__import__("sys").stderr)
-    if timeout is not None:
-        if not 0 < timeout <= MAX_COMMAND_TIMEOUT:
-            raise TetherError(f"--timeout must be between 1 and {MAX_COMMAND_TIMEOUT} seconds")
-        config = replace(config, sandbox=replace(config.sandbox, command_timeout=timeout))
-    text = getattr(args, "permissions", None)
-    permissions = parse_permissions(text if text is not None else config.permissions)
-    return Gate(workspace, permissions, config=config)
+    overrides = FaceOverrides(permissions=getattr(args, "permissions", None), command_timeout=timeout)
+    session = open_session(workspace, overrides)
+    for warning in session.warnings:
+        print(f"Warning: {warning}", file=sys.stderr)
+    return session

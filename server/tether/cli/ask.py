@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tether.cli._common import add_workspace_arg
-from tether.cli._session import add_permissions_arg, open_gate
+from tether.cli._session import add_permissions_arg, open_cli_session
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
     if not prompt and args.replay is None and not args.stats and args.prune is None:
         raise TetherError("nothing to do: give a PROMPT (or --replay, --stats, --prune)")
 
-    gate = open_gate(args)
+    gate = open_cli_session(args).gate
     settings = gate.config.agent
     changes: dict[str, Any] = {"verbosity": _verbosity(args, settings.verbosity)}
     if args.model:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.cli._common import add_workspace_arg, resolve_workspace
+from tether.cli._common import add_workspace_arg
+
+if TYPE_CHECKING:
+    from tether.core.session import Session
 
 DEFAULT_MODE = "command"
 
@@ -49,35 +52,26 @@ def _run(args: argparse.Namespace) -> int:
     if not args.jsonl and args.cmd is None:
         parser.error("COMMAND is required (or use --jsonl)")
 
-    from pathlib import Path
+    from tether.cli._session import open_cli_session
 
-    from tether.core.config import load_config
-    from tether.core.policy import decide
-
-    workspace: Path = resolve_workspace(args.workspace)
-    config = load_config(workspace)
-    for warning in config.warnings:
-        print(f"tether: warning: {warning}", file=sys.stderr)
-    settings = config.policy
-
+    # The same assembled session as `tether run` and the editors: PATH tools, every config layer.
+    session = open_cli_session(args)
     if args.jsonl:
-        return _jsonl(args.mode, workspace, settings)
+        return _jsonl(args.mode, session)
 
-    decision = decide(args.cmd, args.mode, workspace, settings)
+    decision = session.check_command(args.cmd, args.mode)
     if args.json:
-        sys.stdout.write(json.dumps(decision.to_json(), ensure_ascii=False) + "\n")
-    elif decision.allowed:
-        print(f"allowed ({decision.rule}): {decision.reason}")
+        sys.stdout.write(json.dumps(decision, ensure_ascii=False) + "\n")
+    elif decision["allowed"]:
+        print(f"allowed ({decision['rule']}): {decision['reason']}")
     else:
-        print(f"denied ({decision.rule}): {decision.reason}")
-        if decision.suggestion:
-            print(f"suggestion: {decision.suggestion}")
-    return 0 if decision.allowed else 1
+        print(f"denied ({decision['rule']}): {decision['reason']}")
+        if decision.get("suggestion"):
+            print(f"suggestion: {decision['suggestion']}")
+    return 0 if decision["allowed"] else 1
 
 
-def _jsonl(mode: str, workspace: Any, settings: Any) -> int:
-    from tether.core.policy import decide
-
+def _jsonl(mode: str, session: Session) -> int:
     out = sys.stdout
     for raw_line in sys.stdin.buffer:
         if not raw_line.strip():
@@ -93,8 +87,8 @@ def _jsonl(mode: str, workspace: Any, settings: Any) -> int:
             if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
                 result = _verdict(ident, False, "input.invalid_request", 'expected {"id": …, "cmd": "…"}')
             else:
-                d = decide(request["cmd"], mode, workspace, settings)  # type: ignore[arg-type]
-                result = _verdict(ident, d.allowed, d.rule, d.reason)
+                d = session.check_command(request["cmd"], mode)
+                result = _verdict(ident, d["allowed"], d["rule"], d["reason"])
         out.write(json.dumps(result, ensure_ascii=True) + "\n")
         out.flush()
     return 0

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from tether.cli._common import add_workspace_arg, print_json, resolve_workspace
+from tether.cli._common import add_workspace_arg, print_json
 from tether.errors import TetherError
 
 
@@ -46,9 +46,9 @@ def _show(path: str) -> str:
 
 
 def _checkpoint(args: argparse.Namespace) -> int:
-    from tether.cli._session import open_gate
+    from tether.cli._session import open_cli_session
 
-    gate = open_gate(args)
+    gate = open_cli_session(args).gate
     result = gate.checkpoint(args.message, source="cli")
     for warning in result.warnings:
         print(f"Warning: {warning}", file=sys.stderr)
@@ -60,13 +60,11 @@ def _checkpoint(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from tether.core.checkpoints import Checkpoints
-    from tether.core.config import load_config
+    from tether.cli._session import open_cli_session
 
-    workspace = resolve_workspace(args.workspace)
-    config = load_config(workspace)
-    store = Checkpoints(workspace, config.checkpoints)
-    if not config.checkpoints.enabled:
+    session = open_cli_session(args)
+    store = session.gate.checkpoint_store()
+    if not session.config.checkpoints.enabled:
         print(
             "Warning: checkpoints are disabled (git_enabled = false); rollback is unavailable",
             file=sys.stderr,
@@ -117,13 +115,13 @@ def _ask(prompt: str) -> bool:
 
 
 def _rollback(args: argparse.Namespace) -> int:
-    from tether.cli._session import open_gate
+    from tether.cli._session import open_cli_session
 
     if args.steps is not None and args.to is not None:
         raise TetherError("give either N or --to ID, not both")
     if args.steps is not None and args.steps < 1:
         raise TetherError("N must be 1 or more")
-    gate = open_gate(args)
+    gate = open_cli_session(args).gate
     preview = gate.rollback(steps=args.steps, to=args.to, dry_run=True, source="cli")
     if not preview.ok:
         raise TetherError(preview.text)

@@ -233,36 +233,33 @@ class Demo:
     async def _audit(self, client: LanguageClient, workspace: Path) -> None:
         from rich.table import Table
 
-        from tether.core.audit import AuditLog
+        from tether.core.session import open_session
 
         self._step(6, "The audit log (append-only JSONL, hash-chained)")
         entries = (await self._command(client, "tether.toolLog", {"n": 50}))["entries"]
         table = Table(show_edge=False, pad_edge=False)
-        for column in ("tool", "verdict", "rule", "ms", "source"):
+        for column in ("tool", "state", "rule", "ms", "source", "permissions"):
             table.add_column(column)
         for entry in entries:
             decision = entry.get("decision") or {}
             result = entry.get("result") or {}
-            if decision.get("allowed") is False:
-                verdict = "denied"
-            elif entry.get("dry_run"):
-                verdict = "proposed" if result.get("proposal_id") else "dry run"
-            elif result.get("exit_code") is not None:
-                verdict = f"ran, exit {result['exit_code']}"
-            else:
-                verdict = "ok" if entry.get("success") else "error"
+            state = str(entry.get("state", ""))
+            if state in ("executed", "failed") and result.get("exit_code") is not None:
+                state = f"{state}, exit {result['exit_code']}"
             table.add_row(
                 str(entry.get("tool")),
-                verdict,
+                state,
                 str(decision.get("rule") or ""),
                 str(entry.get("duration_ms", "")),
                 str(entry.get("source", "")),
+                str(entry.get("permissions", "")),
             )
         self.console.print(table)
-        chain = AuditLog(workspace).verify()
+        gate = open_session(workspace).gate
+        chain = gate.verify_log()
         self.console.print(
             f"  hash chain: {'intact' if chain.ok else 'BROKEN: ' + str(chain.reason)}, "
-            f"{chain.checked} entries ({AuditLog(workspace).path})"
+            f"{chain.checked} entries ({gate.audit.path})"
         )
         self._check(chain.ok and len(entries) > 0, "the audit log is complete and its chain intact")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tether.cli._common import print_json
+from tether.cli._common import add_workspace_arg, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -14,44 +14,43 @@ def register(subparsers: Any) -> None:
         help="check which sandbox backends work here and what `auto` picks",
         description="Probe every sandbox backend with a real command and report the result.",
     )
+    add_workspace_arg(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tether.core.config import load_config, user_config_path
-    from tether.core.sandbox import STRENGTH_ORDER, auto_choice, probe_backends
-    from tether.core.sandbox.env import rejected_passthrough
+    from tether.cli._session import open_cli_session
+    from tether.core.config import user_config_path
+    from tether.core.session import probe_sandboxes
     from tether.errors import TetherError
 
-    statuses = probe_backends(refresh=True)
-    choice = auto_choice()
     config_error: str | None = None
     try:
-        configured = load_config(None).sandbox
+        session = open_cli_session(args)
     except TetherError as exc:
-        configured = None
         config_error = str(exc)
+        session = None
+    report = session.sandbox_report() if session is not None else probe_sandboxes()
     if args.json:
         print_json(
             {
-                "backends": {
-                    name: {"available": s.available, "reason": s.reason, "version": s.version}
-                    for name, s in statuses.items()
-                },
-                "auto": choice,
-                "configured": configured.backend if configured else None,
+                "backends": report["backends"],
+                "auto": report["auto"],
+                "configured": report["configured"] if session is not None else None,
                 "config_error": config_error,
+                "session": session.describe() if session is not None else None,
             }
         )
-        return 0 if choice is not None else 1
+        return 0 if report["auto"] is not None else 1
     print("Sandbox backends (strongest first):")
-    for name in STRENGTH_ORDER:
-        s = statuses[name]
-        mark = "✓" if s.available else "✗"
-        version = f" {s.version}" if s.version else ""
-        print(f"  {mark} {name}{version}: {s.reason}")
+    for name in report["order"][:-1]:
+        s = report["backends"][name]
+        mark = "✓" if s["available"] else "✗"
+        version = f" {s['version']}" if s["version"] else ""
+        print(f"  {mark} {name}{version}: {s['reason']}")
     print('  - none: no isolation, only when the user config sets `[sandbox] backend = "none"`')
+    choice = report["auto"]
     if choice is not None:
         print(f"auto picks: {choice}")
     else:
@@ -59,11 +58,23 @@ def _run(args: argparse.Namespace) -> int:
         print('  `[sandbox] backend = "none"` in your user config to run them without isolation.')
     if config_error:
         print(f"config error: {config_error}")
-    elif configured is not None:
-        print(f"configured ({user_config_path()}): backend = {configured.backend}")
-        if configured.backend not in ("auto", "none") and not statuses[configured.backend].available:
+    elif session is not None:
+        configured = report["configured"]
+        print(f"configured ({user_config_path()}): backend = {configured}")
+        if configured not in ("auto", "none") and not report["backends"][configured]["available"]:
             print("  ✗ the configured backend does not work here: commands will be refused")
-        rejected = rejected_passthrough(configured.env_passthrough)
-        if rejected:
-            print(f"  env_passthrough names never passed (look like secrets): {', '.join(rejected)}")
+        if report["rejected_env"]:
+            names = ", ".join(report["rejected_env"])
+            print(f"  env_passthrough names never passed (look like secrets): {names}")
+        _print_session(session.describe())
     return 0 if choice is not None else 1
+
+
+def _print_session(described: dict[str, Any]) -> None:
+    print(f"workspace: {described['workspace']}")
+    print(
+        f"  permissions: {described['permissions']}"
+        + (" (read-only session)" if described["readOnly"] else "")
+    )
+    print(f"  config files: {', '.join(described['configSources']) or '(none: built-in defaults)'}")
+    print(f"  read-only for every tool and command: {', '.join(described['protected'])}")

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from tether.cli._common import add_workspace_arg, print_json, resolve_workspace
+from tether.cli._common import add_workspace_arg, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -33,12 +33,11 @@ def _summary(value: Any, width: int = 60) -> str:
 
 
 def _log(args: argparse.Namespace) -> int:
-    from tether.core.audit import AuditLog
+    from tether.cli._session import open_cli_session
 
-    workspace = resolve_workspace(args.workspace)
-    log = AuditLog(workspace)
+    gate = open_cli_session(args).gate
     if args.verify:
-        result = log.verify()
+        result = gate.verify_log()
         if args.json:
             print_json(result.to_json())
         elif result.ok:
@@ -51,13 +50,13 @@ def _log(args: argparse.Namespace) -> int:
     if n is not None and n < 1:
         print("tether: error: N must be 1 or more", file=sys.stderr)
         return 2
-    entries = log.read(n)
+    entries = gate.log(n)
     if args.json:
         for entry in entries:
             sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
         return 0
     if not entries:
-        print(f"No tool calls logged yet ({log.path}).")
+        print(f"No tool calls logged yet ({gate.audit.path}).")
         return 0
     for e in entries:
         when = str(e.get("time", e.get("timestamp", "")))[:19].replace("T", " ")

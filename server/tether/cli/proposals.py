@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from tether.cli._common import add_workspace_arg, print_json
-from tether.cli._session import open_gate
+from tether.cli._session import open_cli_session
 from tether.errors import TetherError
 
 
@@ -48,7 +48,7 @@ def parse_hunks(text: str | None) -> list[int] | None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    gate = open_gate(args)
+    gate = open_cli_session(args).gate
     proposals = gate.proposals.list(pending_only=not args.all)
     if args.json:
         print_json({"proposals": [p.to_json(gate.workspace) for p in proposals]})
@@ -63,7 +63,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _decide(args: argparse.Namespace) -> int:
-    gate = open_gate(args)
+    gate = open_cli_session(args).gate
     hunks = parse_hunks(args.hunks)
     if args.verb == "accept":
         result = gate.accept(args.id, hunks, source="cli")
@@ -83,7 +83,7 @@ def _decide(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     from tether.core.diff import render_proposal
 
-    gate = open_gate(args)
+    gate = open_cli_session(args).gate
     proposal = gate.proposals.get(args.id)
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     sys.stdout.write(render_proposal(proposal, color=color))

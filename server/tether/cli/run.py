@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tether.cli._common import add_workspace_arg, print_json
-from tether.cli._session import add_permissions_arg, open_gate
+from tether.cli._session import add_permissions_arg, open_cli_session
 
 if TYPE_CHECKING:
     from tether.core.gate import GateResult
@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    gate = open_gate(args, timeout=args.timeout)
+    gate = open_cli_session(args, timeout=args.timeout).gate
     result = gate.call("bash_command", {"command": args.command, "reason": args.reason}, source="cli")
     if args.json:
         print_json(result.to_json(gate.workspace))
@@ -55,18 +55,20 @@ def _print_verbose(command: str, result: GateResult, timeout: float) -> None:
     out = sys.stdout
     out.write("Tool: bash_command\n")
     out.write(f"Command: {command}\n")
-    decision = result.decision or {}
-    if decision.get("allowed"):
-        out.write(f"Validation: ✓ passed ({decision.get('reason', '')})\n")
-    elif decision:
-        out.write(f"Validation: ✗ denied [{decision.get('rule')}] {decision.get('reason')}\n")
-        if decision.get("suggestion"):
-            out.write(f"Suggestion: {decision['suggestion']}\n")
+    verdict = result.verdict
+    if result.state == "denied" and verdict is not None:
+        out.write(f"Validation: ✗ denied [{verdict.rule}] {verdict.reason}\n")
+        if verdict.suggestion:
+            out.write(f"Suggestion: {verdict.suggestion}\n")
+    elif verdict is not None:
+        out.write(f"Validation: ✓ passed ({verdict.reason})\n")
     for warning in result.warnings:
         out.write(f"Warning: {warning}\n")
-    if decision and not decision.get("allowed"):
+    if result.state == "denied":
+        if verdict is None:
+            out.write(result.text.rstrip("\n") + "\n")
         return  # the denial and its suggestion are printed above
-    if result.dry_run or not decision:
+    if result.state == "dry_run" or verdict is None:
         out.write(result.text.rstrip("\n") + "\n")
         return
     if result.checkpoint:

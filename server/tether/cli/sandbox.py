@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from tether.cli._common import add_workspace_arg, resolve_workspace
+from tether.cli._common import add_workspace_arg
 
 
 def register(subparsers: Any) -> None:
@@ -34,13 +34,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-    from pathlib import Path
-
-    from tether.core.config import MAX_COMMAND_TIMEOUT, load_config
-    from tether.core.sandbox import RunRequest, select_runner
-    from tether.core.sandbox.profile import is_within
-    from tether.core.sandbox.protected import protected_paths
+    from tether.cli._session import open_cli_session
     from tether.errors import TetherError
 
     argv = list(args.argv)
@@ -48,30 +42,14 @@ def _run(args: argparse.Namespace) -> int:
         argv = argv[1:]
     if not argv:
         raise TetherError("nothing to run: use `tether sandbox [options] -- COMMAND [ARGS...]`")
-    workspace = resolve_workspace(args.workspace)
-    config = load_config(workspace)
-    settings = config.sandbox
-    if args.backend is not None:
-        settings = replace(settings, backend=args.backend)
-    timeout = args.timeout if args.timeout is not None else settings.command_timeout
-    if not 0 < timeout <= MAX_COMMAND_TIMEOUT:
-        raise TetherError(f"--timeout must be between 1 and {MAX_COMMAND_TIMEOUT} seconds")
+    session = open_cli_session(args)
+    workspace = session.workspace
     cwd = (workspace / args.cwd).resolve() if args.cwd else workspace
-    if not is_within(cwd, workspace) or not cwd.is_dir():
+    if not cwd.is_relative_to(workspace) or not cwd.is_dir():
         raise TetherError(f"--cwd {args.cwd!r} is not a directory inside the workspace")
-    runner = select_runner(settings)
-    request = RunRequest(
-        argv=tuple(argv),
-        script=None,
-        cwd=Path(cwd),
-        workspace=workspace,
-        timeout=timeout,
-        max_output_bytes=settings.max_output_bytes,
-        protected=protected_paths(workspace, config.policy),
-        env_passthrough=settings.env_passthrough,
-    )
-    print(f"tether: sandbox backend: {runner.name}", file=sys.stderr)
-    result = runner.run(request)
+    result, backend = session.run_in_sandbox(argv, cwd=cwd, timeout=args.timeout, backend=args.backend)
+    timeout = args.timeout if args.timeout is not None else session.config.sandbox.command_timeout
+    print(f"tether: sandbox backend: {backend}", file=sys.stderr)
     if result.warning:
         print(result.warning, file=sys.stderr)
     sys.stdout.write(result.stdout)

@@ -70,7 +70,7 @@ class AnsweredErrors(logging.Filter):
 
 def _serve(args: argparse.Namespace) -> int:
     _configure_logging(args.log_file, args.verbose)
-    from tether.lsp.server import create_server
+    from tether.lsp.app import create_server
 
     server = create_server()
     server.start_io()

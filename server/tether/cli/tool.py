@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from tether.cli._common import add_workspace_arg, print_json
-from tether.cli._session import add_permissions_arg, open_gate
+from tether.cli._session import add_permissions_arg, open_cli_session
 from tether.errors import TetherError
 
 
@@ -37,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise TetherError(f"--input is not valid JSON: {exc}") from exc
-    gate = open_gate(args)
+    gate = open_cli_session(args).gate
     result = gate.call(args.name, value, source="cli")
     print_json(result.to_json(gate.workspace))
     return 0 if result.ok else 1

@@ -19,13 +19,20 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from tether.core.config import EffectiveConfig, load_config
+from tether.core.audit import AuditLog, VerifyResult, make_entry
+from tether.core.checkpoints import Checkpoint, Checkpoints
+from tether.core.config import EffectiveConfig
+from tether.core.hooks import run_hooks
 from tether.core.permissions import Permission, Permissions, format_permissions
+from tether.core.policy import check_path, decide
+from tether.core.proposals import Hunk, Proposal, ProposalStore, read_current_text
+from tether.core.sandbox import Runner, select_runner
 from tether.core.tools.base import DocumentSource, NoDocuments, Tool, ToolContext, ToolOutcome
+from tether.core.tools.registry import default_tools
 from tether.errors import (
     CheckpointError,
     PolicyDenied,
@@ -35,18 +42,64 @@ from tether.errors import (
     ToolInputError,
 )
 
-if TYPE_CHECKING:
-    from tether.core.audit import AuditLog
-    from tether.core.checkpoints import Checkpoint, Checkpoints
-    from tether.core.proposals import Hunk, Proposal, ProposalStore
-    from tether.core.sandbox import Runner
-
 log = logging.getLogger(__name__)
 
 EventSink = Callable[[dict[str, Any]], None]
 ApplyEdit = Callable[["Proposal", "list[Hunk]", str], bool]
 
 MAX_INPUT_BYTES = 4_000_000
+
+CallState = Literal[
+    "executed",  # ran (or applied) and succeeded
+    "failed",  # allowed, but the tool or the command failed
+    "denied",  # refused by the policy, a hook, the session or the person asked
+    "proposed",  # an edit became a proposal for the user to review
+    "dry_run",  # the session lacks the permission: shown, not run
+    "stale",  # a proposal whose file moved on
+    "rolled_back",  # a rollback restored the tree
+    "accepted",  # proposal states after accept/reject
+    "partially_accepted",
+    "rejected",
+    "pending",
+]
+"""What happened to a call. Faces read this instead of parsing the result's text."""
+
+VerdictKind = Literal["allow", "ask", "deny"]
+DecidedBy = Literal["policy", "mode", "hook", "user", "session"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The one typed verdict on a call: what was decided, by which rule, and who decided it.
+
+    `decided_by` says which layer had the last word: the policy, the session's permission mode (a
+    dry run), a user hook, the user (accept, rollback, an answer to a question) or the session itself
+    (read-only). Its JSON keeps the `allowed` key every face and audit reader already knows.
+    """
+
+    verdict: VerdictKind
+    rule: str
+    reason: str
+    decided_by: DecidedBy
+    suggestion: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict == "allow"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "allowed": self.allowed,
+            "verdict": self.verdict,
+            "rule": self.rule,
+            "reason": self.reason,
+            "suggestion": self.suggestion,
+            "decidedBy": self.decided_by,
+        }
+
+
+def _user_verdict(rule: str, reason: str) -> Verdict:
+    return Verdict("allow", rule, reason, "user")
 
 
 @dataclass
@@ -58,15 +111,21 @@ class GateResult:
     dry_run: bool
     result: dict[str, Any]
     text: str
-    decision: dict[str, Any] | None = None
+    verdict: Verdict | None = None
     checkpoint: str | None = None
     proposal: Proposal | None = None
     duration_ms: int = 0
     warnings: list[str] = field(default_factory=list)
+    state: CallState = "failed"
 
     @property
     def is_error(self) -> bool:
         return not self.ok
+
+    @property
+    def decision(self) -> dict[str, Any] | None:
+        """The verdict as JSON (the shape of `decision` in results, events and the audit log)."""
+        return self.verdict.to_json() if self.verdict is not None else None
 
     def to_json(self, workspace: Path | None = None) -> dict[str, Any]:
         proposal_json = None
@@ -74,6 +133,7 @@ class GateResult:
             proposal_json = self.proposal.to_json(workspace)
         return {
             "tool": self.tool,
+            "state": self.state,
             "ok": self.ok,
             "dryRun": self.dry_run,
             "isError": self.is_error,
@@ -93,9 +153,9 @@ class _CallRecord:
     """What the audit entry needs to know about a call besides its result."""
 
     args: Any
-    started: float
     source: str
-    conversation_id: str | None
+    conversation_id: str | None = None
+    started: float = field(default_factory=time.monotonic)
 
 
 def _error_result(tool: str, message: str, **extra: Any) -> GateResult:
@@ -109,36 +169,33 @@ def _error_result(tool: str, message: str, **extra: Any) -> GateResult:
 
 
 class Gate:
-    """One session's gate over one workspace. Thread-safe: faces may call it from worker threads."""
+    """One session's gate over one workspace. Thread-safe: faces may call it from worker threads.
+
+    Faces do not build a gate themselves: `tether.core.session.open_session` assembles the
+    effective configuration (every layer, one trust rule, PATH-tool protection) and hands it here.
+    """
 
     def __init__(
         self,
         workspace: Path,
         permissions: Permissions,
         *,
-        config: EffectiveConfig | None = None,
+        config: EffectiveConfig,
+        read_only: bool = False,
         documents: DocumentSource | None = None,
         on_event: EventSink | None = None,
         tools: Sequence[Tool] | None = None,
         runner_factory: Callable[[], Runner] | None = None,
     ) -> None:
-        from tether.core.audit import AuditLog
-        from tether.core.proposals import ProposalStore
-
         self.workspace = workspace.resolve()
-        self.config = _protect_path_tools(
-            self.workspace, config if config is not None else load_config(self.workspace)
-        )
-        self.permissions: Permissions = permissions
+        self.config = config
+        self.read_only = read_only
+        self._permissions: Permissions = frozenset() if read_only else permissions
         self.documents: DocumentSource = documents if documents is not None else NoDocuments()
         self.on_event = on_event
-        self.proposals: ProposalStore = ProposalStore(self.workspace)
-        self.audit: AuditLog = AuditLog(self.workspace)
-        if tools is None:
-            from tether.core.tools.registry import default_tools
-
-            tools = default_tools()
-        self._tools: dict[str, Tool] = {tool.spec.name: tool for tool in tools}
+        self.proposals = ProposalStore(self.workspace)
+        self.audit = AuditLog(self.workspace)
+        self._tools: dict[str, Tool] = {tool.spec.name: tool for tool in (tools or default_tools())}
         self._runner_factory = runner_factory
         self._runner: Runner | None = None
         self._runner_lock = threading.Lock()
@@ -146,6 +203,11 @@ class Gate:
         self._checkpoint_lock = threading.Lock()
 
     # --- what faces ask about ------------------------------------------------------------------
+
+    @property
+    def permissions(self) -> Permissions:
+        """The permission set in force. Changed only through `set_permissions`, which audits it."""
+        return self._permissions
 
     def tool_names(self) -> list[str]:
         return sorted(self._tools)
@@ -155,8 +217,7 @@ class Gate:
         return [self._tools[name].spec.anthropic_definition() for name in sorted(self._tools)]
 
     def check_command(self, command: str, mode: str = "command") -> dict[str, Any]:
-        from tether.core.policy import decide
-
+        """The policy's verdict on `command` in `mode`, with this session's effective settings."""
         if mode not in ("read", "command"):
             raise ToolInputError(f"mode must be 'read' or 'command', not {mode!r}")
         decision = decide(command, mode, self.workspace, self.config.policy)  # type: ignore[arg-type]
@@ -174,13 +235,22 @@ class Gate:
             for cp in kept
         ]
 
+    def checkpoint_store(self) -> Checkpoints:
+        """The private checkpoint store, for listings that need more than `checkpoints()` gives."""
+        return self._checkpoint_store()
+
     def log(self, n: int | None = None) -> list[dict[str, Any]]:
         return self.audit.read(n)
+
+    def verify_log(self) -> VerifyResult:
+        """Check the audit log's hash chain (`tether log --verify`)."""
+        return self.audit.verify()
 
     def status(self) -> dict[str, Any]:
         return {
             "workspace": str(self.workspace),
             "permissions": format_permissions(self.permissions),
+            "readOnly": self.read_only,
             "sandbox": self.sandbox_name(),
             "pendingProposals": len(self.proposals.list(pending_only=True)),
             "checkpointsEnabled": self.config.checkpoints.enabled,
@@ -192,6 +262,40 @@ class Gate:
             return self._runner_or_raise().name
         except TetherError as exc:
             return f"unavailable: {exc}"
+
+    def runner(self) -> Runner:
+        """The session's sandbox runner (`tether sandbox` runs diagnostics in it, outside the policy)."""
+        return self._runner_or_raise()
+
+    # --- the session's permissions -------------------------------------------------------------
+
+    def set_permissions(self, permissions: Permissions, *, source: str = "cli") -> GateResult:
+        """Change the permission set: the one way to do it, decided by the user, and audited.
+
+        The audit line (`"tool": "set_permissions"`) records the old and the new set; every later
+        line records the new set under `permissions`. A read-only session refuses.
+        """
+        old = format_permissions(self._permissions)
+        new = format_permissions(permissions)
+        record = _CallRecord({"old": old, "new": new}, source)
+        if self.read_only:
+            message = (
+                "this session is read-only (an untrusted workspace): permissions stay `none`. "
+                "Trust the workspace in the editor to change them"
+            )
+            result = _error_result("set_permissions", message)
+            result.verdict = Verdict("deny", "session.read_only", message, "session")
+            return self._finish(result, record, state="denied")
+        self._permissions = permissions
+        result = GateResult(
+            tool="set_permissions",
+            ok=True,
+            dry_run=False,
+            result={"ok": True, "old": old, "new": new},
+            text=f"Permissions: {old} → {new}",
+            verdict=_user_verdict("user.set_permissions", "set by the user"),
+        )
+        return self._finish(result, record, state="executed")
 
     # --- tool calls ----------------------------------------------------------------------------
 
@@ -205,7 +309,7 @@ class Gate:
         cancel: threading.Event | None = None,
     ) -> GateResult:
         """Decide and run one tool call. Never raises for anything the caller sent."""
-        record = _CallRecord(args, time.monotonic(), source, conversation_id)
+        record = _CallRecord(args, source, conversation_id)
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             result = _error_result(
@@ -249,7 +353,6 @@ class Gate:
         try:
             prepared = tool.prepare(ctx, args)
         except PolicyDenied as exc:
-            decision = _decision_json(exc.decision, decided_by="policy", fallback_reason=str(exc))
             payload = _denial_payload(exc)
             result = GateResult(
                 tool=name,
@@ -257,30 +360,25 @@ class Gate:
                 dry_run=False,
                 result=payload,
                 text=_denial_text(payload),
-                decision=decision,
+                verdict=_policy_verdict(exc.decision, fallback_reason=str(exc)),
             )
             return self._finish(result, record, state="denied")
         except (ToolInputError, TetherError) as exc:
             return self._finish(_error_result(name, str(exc)), record)
 
-        decision = _decision_json(prepared.decision, decided_by="policy")
+        verdict = _policy_verdict(prepared.decision)
         if not self._granted(prepared.permission):
             outcome = prepared.dry_run()
-            if decision is not None:
-                decision = {**decision, "decidedBy": "mode"}
-            result = _from_outcome(name, outcome, dry_run=True, decision=decision)
-            state = "proposed" if outcome.proposal is not None else "dry_run"
+            if verdict is not None:
+                verdict = Verdict(verdict.verdict, verdict.rule, verdict.reason, "mode", verdict.suggestion)
+            result = _from_outcome(name, outcome, dry_run=True, verdict=verdict)
+            state: CallState = "proposed" if outcome.proposal is not None else "dry_run"
             return self._finish(result, record, sandbox=outcome.sandbox, state=state)
 
         veto = self._run_hooks("pre", name, args)
         if veto is not None:
             result = _error_result(name, veto)
-            result.decision = {
-                "allowed": False,
-                "rule": "hook.pre_tool_use",
-                "reason": veto,
-                "decidedBy": "hook",
-            }
+            result.verdict = Verdict("deny", "hook.pre_tool_use", veto, "hook")
             return self._finish(result, record, state="denied")
 
         checkpoint: Checkpoint | None = None
@@ -301,17 +399,30 @@ class Gate:
         post_veto = self._run_hooks("post", name, {"input": dict(args), "result": outcome.result})
         if post_veto is not None:
             outcome.warnings.append(f"post-tool hook: {post_veto}")
-        result = _from_outcome(name, outcome, dry_run=False, decision=decision)
+        result = _from_outcome(name, outcome, dry_run=False, verdict=verdict)
         result.checkpoint = checkpoint.id if checkpoint is not None else None
         result.warnings = warnings + result.warnings
-        state = "executed" if outcome.ok else "failed"
-        return self._finish(result, record, sandbox=outcome.sandbox, state=state)
+        return self._finish(
+            result, record, sandbox=outcome.sandbox, state="executed" if outcome.ok else "failed"
+        )
 
     def _granted(self, needed: Permission) -> bool:
         # Running an allowed command already implies reading: `cat` is a read-mode command.
         if needed == "read":
-            return bool(self.permissions & {"read", "command"})
-        return needed in self.permissions
+            return bool(self._permissions & {"read", "command"})
+        return needed in self._permissions
+
+    def _refuse_read_only(self, tool: str, record: _CallRecord) -> GateResult | None:
+        """A read-only session (untrusted workspace) changes nothing: no accept, rollback or checkpoint."""
+        if not self.read_only:
+            return None
+        message = (
+            f"{tool} is unavailable: this session is read-only (an untrusted workspace). "
+            "Trust the workspace in the editor to let Tether change files"
+        )
+        result = _error_result(tool, message)
+        result.verdict = Verdict("deny", "session.read_only", message, "session")
+        return self._finish(result, record, state="denied")
 
     # --- proposals -----------------------------------------------------------------------------
 
@@ -324,15 +435,10 @@ class Gate:
         source: str = "cli",
     ) -> GateResult:
         """Apply all or some hunks of a proposal: checkpoint first, never blindly onto a moved file."""
-        from tether.core.policy import check_path
-        from tether.core.proposals import read_current_text
-
-        record = _CallRecord(
-            {"id": proposal_id, "hunks": list(hunks) if hunks is not None else None},
-            time.monotonic(),
-            source,
-            None,
-        )
+        record = _CallRecord({"id": proposal_id, "hunks": list(hunks) if hunks is not None else None}, source)
+        refused = self._refuse_read_only("accept", record)
+        if refused is not None:
+            return refused
         try:
             proposal = self.proposals.get(proposal_id)
             check = check_path(proposal.path, self.workspace, write=True, settings=self.config.policy)
@@ -357,7 +463,7 @@ class Gate:
                 # apply() re-reads the file and refuses if it moved since the plan: no blind write.
                 updated = self.proposals.apply(plan)
         except (TetherError, OSError) as exc:
-            state = "stale" if isinstance(exc, ProposalStale) else "failed"
+            state: CallState = "stale" if isinstance(exc, ProposalStale) else "failed"
             message = str(exc) if isinstance(exc, TetherError) else f"cannot write the file: {exc}"
             return self._finish(_error_result("accept", message), record, state=state)
         result = GateResult(
@@ -366,27 +472,17 @@ class Gate:
             dry_run=False,
             result={"ok": True, "applied": list(plan.indices), "path": updated.path, "state": updated.state},
             text=f"Applied hunk(s) {', '.join(map(str, plan.indices))} of {updated.path}",
-            decision={
-                "allowed": True,
-                "rule": "user.accept",
-                "reason": "accepted by the user",
-                "decidedBy": "user",
-            },
+            verdict=_user_verdict("user.accept", "accepted by the user"),
             checkpoint=checkpoint.id if checkpoint is not None else None,
             proposal=updated,
             warnings=warnings,
         )
-        return self._finish(result, record, state=updated.state)
+        return self._finish(result, record, state=_proposal_state(updated.state))
 
     def reject(
         self, proposal_id: str, hunks: Sequence[int] | None = None, *, source: str = "cli"
     ) -> GateResult:
-        record = _CallRecord(
-            {"id": proposal_id, "hunks": list(hunks) if hunks is not None else None},
-            time.monotonic(),
-            source,
-            None,
-        )
+        record = _CallRecord({"id": proposal_id, "hunks": list(hunks) if hunks is not None else None}, source)
         try:
             proposal = self.proposals.get(proposal_id)
             indices = (
@@ -403,20 +499,18 @@ class Gate:
             dry_run=False,
             result={"ok": True, "rejected": indices, "path": updated.path, "state": updated.state},
             text=f"Rejected hunk(s) {', '.join(map(str, indices))} of {updated.path}",
-            decision={
-                "allowed": True,
-                "rule": "user.reject",
-                "reason": "rejected by the user",
-                "decidedBy": "user",
-            },
+            verdict=_user_verdict("user.reject", "rejected by the user"),
             proposal=updated,
         )
-        return self._finish(result, record, state=updated.state)
+        return self._finish(result, record, state=_proposal_state(updated.state))
 
     # --- checkpoints ---------------------------------------------------------------------------
 
     def checkpoint(self, message: str | None = None, *, source: str = "cli") -> GateResult:
-        record = _CallRecord({"message": message}, time.monotonic(), source, None)
+        record = _CallRecord({"message": message}, source)
+        refused = self._refuse_read_only("checkpoint", record)
+        if refused is not None:
+            return refused
         try:
             store = self._checkpoint_store()
             with self._checkpoint_lock:
@@ -429,10 +523,11 @@ class Gate:
             dry_run=False,
             result={"ok": True, "id": cp.id, "skipped": list(cp.skipped)},
             text=cp.id,
+            verdict=_user_verdict("user.checkpoint", "requested by the user"),
             checkpoint=cp.id,
             warnings=list(cp.warnings),
         )
-        return self._finish(result, record)
+        return self._finish(result, record, state="executed")
 
     def rollback(
         self,
@@ -443,7 +538,11 @@ class Gate:
         source: str = "cli",
     ) -> GateResult:
         """Restore the tree as it was before a checkpoint; checkpoints the present first (undoable)."""
-        record = _CallRecord({"steps": steps, "to": to, "dry_run": dry_run}, time.monotonic(), source, None)
+        record = _CallRecord({"steps": steps, "to": to, "dry_run": dry_run}, source)
+        if not dry_run:
+            refused = self._refuse_read_only("rollback", record)
+            if refused is not None:
+                return refused
         try:
             store = self._checkpoint_store()
             with self._checkpoint_lock:
@@ -476,20 +575,13 @@ class Gate:
             dry_run=dry_run,
             result=payload,
             text=text,
-            decision={
-                "allowed": True,
-                "rule": "user.rollback",
-                "reason": "requested by the user",
-                "decidedBy": "user",
-            },
+            verdict=_user_verdict("user.rollback", "requested by the user"),
             checkpoint=before.id if before is not None else None,
         )
         return self._finish(result, record, state="dry_run" if dry_run else "rolled_back")
 
     def _checkpoint_store(self) -> Checkpoints:
         if self._checkpoints is None:
-            from tether.core.checkpoints import Checkpoints
-
             self._checkpoints = Checkpoints(self.workspace, self.config.checkpoints)
         return self._checkpoints
 
@@ -510,8 +602,6 @@ class Gate:
                 if self._runner_factory is not None:
                     self._runner = self._runner_factory()
                 else:
-                    from tether.core.sandbox import select_runner
-
                     self._runner = select_runner(self.config.sandbox)
             return self._runner
 
@@ -519,8 +609,6 @@ class Gate:
         hooks = self.config.hooks.pre_tool_use if phase == "pre" else self.config.hooks.post_tool_use
         if not hooks:
             return None
-        from tether.core.hooks import run_hooks
-
         return run_hooks(
             hooks,
             phase=phase,
@@ -538,12 +626,12 @@ class Gate:
         record: _CallRecord,
         *,
         sandbox: str | None = None,
-        state: str | None = None,
+        state: CallState | None = None,
     ) -> GateResult:
-        from tether.core.audit import make_entry
-
+        """Every entry point ends here: the state is set, the audit line written, the event sent."""
         args = record.args
         result.duration_ms = int((time.monotonic() - record.started) * 1000)
+        result.state = state or ("executed" if result.ok else "failed")
         entry = make_entry(
             tool=result.tool,
             input=args if isinstance(args, Mapping) else {"raw": repr(args)[:2000]},
@@ -558,16 +646,18 @@ class Gate:
             sandbox=sandbox,
         )
         entry["source"] = record.source
+        entry["state"] = result.state
+        entry["permissions"] = format_permissions(self._permissions)
         warning = self.audit.append(entry)
         if warning:
             result.warnings.append(warning)
-        self._emit(result, state or ("executed" if result.ok else "failed"))
+        self._emit(result)
         return result
 
-    def _emit(self, result: GateResult, state: str) -> None:
+    def _emit(self, result: GateResult) -> None:
         if self.on_event is None:
             return
-        event: dict[str, Any] = {"tool": result.tool, "decision": result.decision, "state": state}
+        event: dict[str, Any] = {"tool": result.tool, "decision": result.decision, "state": result.state}
         if result.proposal is not None:
             event["proposalId"] = result.proposal.id
         if result.checkpoint is not None:
@@ -581,26 +671,7 @@ class Gate:
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def _protect_path_tools(workspace: Path, config: EffectiveConfig) -> EffectiveConfig:
-    """Add the PATH's tools inside the workspace (an activated `.venv`) to the protected paths.
-
-    Programs there run whenever the user types their names: a write by an edit tool, a redirect or
-    a command would plant code the user runs later. Being in the policy's list, they are refused to
-    every tool and kept read-only in the sandbox, like `.git/hooks`.
-    """
-    from tether.core.sandbox.env import path_tools_inside
-
-    extra = tuple(p.relative_to(workspace).as_posix() for p in path_tools_inside(workspace))
-    missing = tuple(p for p in extra if p not in config.policy.extra_protected)
-    if not missing:
-        return config
-    policy = replace(config.policy, extra_protected=config.policy.extra_protected + missing)
-    return replace(config, policy=policy)
-
-
-def _from_outcome(
-    name: str, outcome: ToolOutcome, *, dry_run: bool, decision: dict[str, Any] | None
-) -> GateResult:
+def _from_outcome(name: str, outcome: ToolOutcome, *, dry_run: bool, verdict: Verdict | None) -> GateResult:
     result = dict(outcome.result)
     if outcome.error is not None:
         result.setdefault("error", outcome.error)
@@ -610,27 +681,42 @@ def _from_outcome(
         dry_run=dry_run,
         result=result,
         text=outcome.text,
-        decision=decision,
+        verdict=verdict,
         proposal=outcome.proposal,
         warnings=list(outcome.warnings),
     )
 
 
-def _decision_json(
-    decision: Any, *, decided_by: str, fallback_reason: str | None = None
-) -> dict[str, Any] | None:
+def _policy_verdict(decision: Any, *, fallback_reason: str | None = None) -> Verdict | None:
+    """The policy's `Decision` (or its JSON, as tools hand it over) as the gate's typed verdict."""
     if decision is None:
         if fallback_reason is None:
             return None
-        return {"allowed": False, "rule": "policy.denied", "reason": fallback_reason, "decidedBy": decided_by}
+        return Verdict("deny", "policy.denied", fallback_reason, "policy")
     raw = decision.to_json() if hasattr(decision, "to_json") else dict(decision)
-    return {
-        "allowed": raw.get("allowed"),
-        "rule": raw.get("rule"),
-        "reason": raw.get("reason"),
-        "suggestion": raw.get("suggestion"),
-        "decidedBy": decided_by,
+    said = raw.get("verdict")
+    kind: VerdictKind = (
+        said if said in ("allow", "ask", "deny") else ("allow" if raw.get("allowed") else "deny")
+    )
+    return Verdict(
+        kind,
+        str(raw.get("rule") or "policy.denied"),
+        str(raw.get("reason") or fallback_reason or ""),
+        "policy",
+        raw.get("suggestion"),
+    )
+
+
+def _proposal_state(state: str) -> CallState:
+    """A proposal's own state after accept/reject, as the call's state."""
+    known: dict[str, CallState] = {
+        "accepted": "accepted",
+        "rejected": "rejected",
+        "partially_accepted": "partially_accepted",
+        "pending": "pending",
+        "stale": "stale",
     }
+    return known.get(state, "executed")
 
 
 def _denial_payload(exc: PolicyDenied) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import secrets
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -331,6 +332,8 @@ class ProposalStore:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self.directory = workspace / ".tether" / "proposals"
+        self._parsed: dict[str, tuple[tuple[int, int], Proposal]] = {}
+        self._cache_lock = threading.Lock()
 
     # --- persistence -------------------------------------------------------------------------
 
@@ -531,19 +534,36 @@ class ProposalStore:
             raise ProposalError(f"no proposal {proposal_id}") from None
 
     def list(self, *, pending_only: bool = False) -> list[Proposal]:
-        """All readable proposals, oldest first; corrupt files are skipped (`get` names them)."""
+        """All readable proposals, oldest first; corrupt files are skipped (`get` names them).
+
+        Proposal files hold whole file contents (megabytes for big files) and editors list them after
+        every decision, so each parse is kept until its file changes (mtime and size). The objects
+        returned are snapshots to read; `get` gives a fresh copy to change.
+        """
         if not self.directory.is_dir():
             return []
-        found = []
+        found: dict[str, tuple[tuple[int, int], Proposal]] = {}
         for file in sorted(self.directory.glob("p-*.json")):
             try:
-                proposal = self.get(file.stem)
+                info = file.stat()
+            except OSError:
+                continue
+            stamp = (info.st_mtime_ns, info.st_size)
+            with self._cache_lock:
+                cached = self._parsed.get(file.stem)
+            if cached is not None and cached[0] == stamp:
+                found[file.stem] = cached
+                continue
+            try:
+                found[file.stem] = (stamp, self.get(file.stem))
             except ProposalError:
                 continue
-            if pending_only and proposal.state not in ("pending", "partially_accepted", "stale"):
-                continue
-            if pending_only and not proposal.pending:
-                continue
-            found.append(proposal)
-        found.sort(key=lambda p: (p.created, p.id))
-        return found
+        with self._cache_lock:
+            self._parsed = found
+        listed = [proposal for _, proposal in found.values()]
+        if pending_only:
+            listed = [
+                p for p in listed if p.state in ("pending", "partially_accepted", "stale") and p.pending
+            ]
+        listed.sort(key=lambda p: (p.created, p.id))
+        return listed

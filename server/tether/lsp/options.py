@@ -9,21 +9,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tether.core.permissions import format_permissions, parse_permissions
 from tether.errors import ConfigError
 
 if TYPE_CHECKING:
-    from tether.core.config import EffectiveConfig
+    from tether.core.session import FaceOverrides
 
 # Kept equal to tether.core.config's values (checked by tests/unit/test_lsp_options.py): importing
 # the config module here would put TOML and the policy tables on the server's start-up path.
 MAX_COMMAND_TIMEOUT = 600
 SANDBOX_BACKENDS = ("auto", "bubblewrap", "firejail", "landlock", "none")
 
-KNOWN_KEYS = ("permissions", "sandbox", "commandTimeout", "model", "maxCost", "apiKey")
+KNOWN_KEYS = (
+    "permissions",
+    "sandbox",
+    "commandTimeout",
+    "model",
+    "maxCost",
+    "apiKey",
+    "readOnly",
+    "approvals",
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,24 @@ class InitOptions:
     """Dollars per agent turn."""
     api_key: str | None = field(default=None, repr=False)
     """Anthropic API key, from the editor's secret store. Never logged (repr=False)."""
+    read_only: bool = False
+    """The editor's workspace is untrusted: no permissions, and nothing may change files."""
+    approvals: bool = False
+    """The client answers `tether/approve` requests (else questions go through showMessageRequest)."""
+
+    def overrides(self) -> FaceOverrides:
+        """These options as the session's face overrides (`tether.core.session`)."""
+        from tether.core.session import FaceOverrides
+
+        return FaceOverrides(
+            permissions=self.permissions,
+            sandbox=self.sandbox,  # type: ignore[arg-type]  # validated by _sandbox
+            command_timeout=self.command_timeout,
+            model=self.model,
+            max_cost=self.max_cost,
+            api_key=self.api_key,
+            read_only=self.read_only,
+        )
 
 
 def parse_options(raw: Any) -> tuple[InitOptions, list[str]]:
@@ -99,6 +126,12 @@ def _permissions(value: Any) -> str:
         raise ValueError(str(exc)) from None
 
 
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {_kind(value)}")
+    return value
+
+
 def _sandbox(value: Any) -> str:
     text = _string(value)
     if text not in SANDBOX_BACKENDS:
@@ -127,6 +160,8 @@ _PARSERS = {
     "model": _model,
     "maxCost": lambda v: _number(v, 0, None),
     "apiKey": _api_key,
+    "readOnly": _boolean,
+    "approvals": _boolean,
 }
 _FIELDS = {
     "permissions": "permissions",
@@ -135,32 +170,6 @@ _FIELDS = {
     "model": "model",
     "maxCost": "max_cost",
     "apiKey": "api_key",
+    "readOnly": "read_only",
+    "approvals": "approvals",
 }
-
-
-def apply_options(config: EffectiveConfig, options: InitOptions) -> tuple[EffectiveConfig, list[str]]:
-    """Fold the editor's options into the merged config files; returns warnings for ignored ones.
-
-    Editor settings can come from a workspace file the repository controls (`.vscode/settings.json`),
-    so they never turn the sandbox off on their own: `sandbox: none` needs the user config to agree.
-    """
-    warnings: list[str] = []
-    sandbox, agent = config.sandbox, config.agent
-    if options.sandbox is not None:
-        if options.sandbox == "none" and sandbox.backend != "none":
-            warnings.append(
-                "sandbox 'none' from the editor is ignored: set `backend = \"none\"` under [sandbox] "
-                "in the user config to run commands without isolation"
-            )
-        else:
-            sandbox = replace(sandbox, backend=options.sandbox)  # type: ignore[arg-type]
-    if options.command_timeout is not None:
-        sandbox = replace(sandbox, command_timeout=options.command_timeout)
-    if options.model is not None:
-        agent = replace(agent, model=options.model)
-    if options.max_cost is not None:
-        agent = replace(agent, max_cost=options.max_cost)
-    if options.api_key is not None:
-        agent = replace(agent, api_key=options.api_key)
-    permissions = options.permissions if options.permissions is not None else config.permissions
-    return replace(config, sandbox=sandbox, agent=agent, permissions=permissions), warnings

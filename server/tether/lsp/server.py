@@ -1,8 +1,9 @@
-"""`TetherServer`: the pygls server with Tether's session state, and the `create_server()` factory.
+"""`TetherServer`: the pygls server with Tether's session state (features register in `app.py`).
 
 State lives on the server object (typed attributes), never in module globals, so handlers take the
 server as their first argument and tests can build as many servers as they like. Each feature module
-exposes `register(server)`; the factory calls them in order.
+exposes `register(server)`; `tether.lsp.app.create_server` calls them in order, so this
+module never imports the features that import it.
 
 Threads: the event loop only reads and writes LSP messages. Gate calls (git, sandboxed commands,
 disk writes) run on `server.executor`, a pool of our own: pygls reads stdin on its default pool, so
@@ -32,6 +33,7 @@ from tether.lsp.options import InitOptions, parse_options
 
 if TYPE_CHECKING:
     from tether.core.gate import Gate
+    from tether.core.session import Session
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,8 +59,8 @@ class TetherServer(LanguageServer):
         """Serialises accept/reject/rollback: each one plans against the text the previous one left."""
         self.cancel_events: set[threading.Event] = set()
         """One event per running gate call or agent turn; `tether.cancel` sets them all."""
-        self._gate: Gate | None = None
-        self._gate_lock = threading.Lock()
+        self._session: Session | None = None
+        self._session_lock = threading.Lock()
 
     def stop_work(self) -> None:
         """Cancel every running gate call and agent turn and take no new work (shutdown, or exit)."""
@@ -86,37 +88,35 @@ class TetherServer(LanguageServer):
 
     def gate(self) -> Gate:
         """The session's gate, built on first use (config files read, options applied)."""
-        with self._gate_lock:
-            if self._gate is None:
-                self._gate = self._build_gate()
-                self.previews.schedule_reload()  # proposals left by an earlier session
-            return self._gate
+        return self.session().gate
 
-    def _build_gate(self) -> Gate:
-        from tether.core.config import load_config
-        from tether.core.gate import Gate
-        from tether.core.permissions import parse_permissions
+    def session(self) -> Session:
+        """The session (`tether.core.session`), opened on first use; every feature goes through it."""
+        with self._session_lock:
+            if self._session is None:
+                self._session = self._open_session()
+                self.previews.schedule_reload()  # proposals left by an earlier session
+            return self._session
+
+    def _open_session(self) -> Session:
+        from tether.core.session import open_session
         from tether.lsp.features.events import send_event
-        from tether.lsp.options import apply_options
 
         if self.workspace_root is None:
             raise NoWorkspace()
-        config = load_config(self.workspace_root)
-        config, warnings = apply_options(config, self.options)
-        for warning in [*config.warnings, *warnings]:
-            self.show_message(warning, types.MessageType.Warning)
-        permissions = parse_permissions(config.permissions)
-        return Gate(
+        session = open_session(
             self.workspace_root,
-            permissions,
-            config=config,
+            self.options.overrides(),
             documents=self.documents,
             on_event=lambda event: send_event(self, event),
         )
+        for warning in session.warnings:
+            self.show_message(warning, types.MessageType.Warning)
+        return session
 
     @property
     def has_gate(self) -> bool:
-        return self._gate is not None
+        return self._session is not None
 
     # --- threads ---------------------------------------------------------------------------------
 
@@ -160,44 +160,3 @@ def _on_thread_of(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
-
-
-def _build_quietly(server: TetherServer) -> None:
-    try:
-        server.gate()
-    except Exception as exc:  # reported again, with the message, on the first command
-        log.warning("cannot open the workspace yet: %s", exc)
-
-
-def create_server() -> TetherServer:
-    """A server with every feature registered; `server.start_io()` runs it over stdio."""
-    from tether.lsp.features import commands, events, previews, progress
-
-    server = TetherServer()
-    for module in (events, progress, previews, commands):
-        module.register(server)
-
-    @server.feature(types.INITIALIZE)
-    def on_initialize(ls: TetherServer, params: types.InitializeParams) -> None:
-        ls.setup_session(params)
-
-    @server.feature(types.INITIALIZED)
-    def on_initialized(ls: TetherServer, params: types.InitializedParams) -> None:
-        if ls.option_errors:
-            ls.show_message(
-                "Tether: invalid initializationOptions, using defaults for: " + "; ".join(ls.option_errors),
-                types.MessageType.Error,
-            )
-        if ls.workspace_root is None:
-            ls.show_message(
-                "Tether needs a workspace folder: open a folder to use its commands.",
-                types.MessageType.Warning,
-            )
-        elif (ls.workspace_root / ".tether" / "proposals").is_dir():
-            ls.executor.submit(_build_quietly, ls)  # show pending proposals without waiting for a command
-
-    @server.feature(types.SHUTDOWN)
-    def on_shutdown(ls: TetherServer, params: None) -> None:
-        ls.stop_work()
-
-    return server

@@ -366,6 +366,3 @@ class BashCommandTool:
             preview=lambda: dry_run(ctx, plan),
             decision=plan.decision.to_json(),
         )
-
-
-BashTool = BashCommandTool

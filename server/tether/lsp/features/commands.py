@@ -291,9 +291,11 @@ async def set_permissions(ls: TetherServer, args: Args) -> dict[str, Any]:
         permissions = parse_permissions(text)
     except ConfigError as exc:
         raise ParamsError(f"tether.setPermissions: {exc}") from None
-    gate = await _gate(ls)
-    gate.permissions = permissions
-    return {"permissions": format_permissions(permissions)}
+    session = await ls.run_blocking(ls.session)
+    result = await ls.run_blocking(lambda: session.set_permissions(permissions, source="lsp"))
+    if not result.ok:
+        raise request_failed(f"tether.setPermissions: {result.result.get('error', result.text)}")
+    return {"permissions": format_permissions(session.permissions)}
 
 
 @command("tether.checkCommand")

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from tether.errors import TetherError
 from tether.lsp.edits import units
 
 if TYPE_CHECKING:
@@ -38,7 +37,6 @@ class Previews:
         self._server = server
         self.pending: dict[str, list[Proposal]] = {}
         self._published: set[str] = set()
-        self._parsed: dict[str, tuple[tuple[int, int], Proposal]] = {}  # id -> (stat key, proposal)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._reload_lock = threading.Lock()
         self._reload_queued = threading.Event()
@@ -63,32 +61,8 @@ class Previews:
             server.on_loop(lambda: self._install(by_path, disk))
 
     def _pending_proposals(self, store: ProposalStore) -> list[Proposal]:
-        """Pending proposals, re-reading only the files that changed since the last reload.
-
-        Proposal files hold whole file contents (megabytes for big files); parsing all of them on
-        every accept would grow with the history, so each parse is kept until its file changes.
-        """
-        found: dict[str, tuple[tuple[int, int], Proposal]] = {}
-        directory = store.directory
-        files = sorted(directory.glob("p-*.json")) if directory.is_dir() else []
-        for file in files:
-            try:
-                info = file.stat()
-            except OSError:
-                continue
-            key = (info.st_mtime_ns, info.st_size)
-            cached = self._parsed.get(file.stem)
-            if cached is not None and cached[0] == key:
-                found[file.stem] = cached
-                continue
-            try:
-                found[file.stem] = (key, store.get(file.stem))
-            except TetherError:
-                continue  # corrupt or unreadable: `tether.proposals` names it
-        self._parsed = found
-        pending = [p for _, p in found.values() if p.state in ("pending", "partially_accepted") and p.pending]
-        pending.sort(key=lambda p: (p.created, p.id))
-        return pending
+        """Proposals with hunks still to decide (stale ones are listed by `tether.proposals`)."""
+        return [p for p in store.list(pending_only=True) if p.state in ("pending", "partially_accepted")]
 
     def schedule_reload(self) -> None:
         """Reload soon on a worker thread; several requests in a row coalesce into one."""
