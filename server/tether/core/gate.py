@@ -4,8 +4,10 @@ Every face — an agent's `tool_use`, an editor command, the CLI — calls `Gate
 tool directly, so there is exactly one permission check, one checkpoint site and one audit writer.
 A call goes:
 
-    permission → validation (tool.prepare: input, paths, policy) → pre-hooks → checkpoint
-    → dry run or execute → post-hooks → audit → result
+    input checks → validation (tool.prepare: input, paths, policy verdict) → permission (else a dry
+    run) → pre-hooks → checkpoint → execute → post-hooks → audit and event (`_finish`) → result
+
+docs/architecture.md ("The life of one tool call") names the file and function of each step.
 
 Nothing a caller sends can crash the gate: unknown tools, malformed input, denials and tool failures
 all come back as a `GateResult` with `is_error` set and a message the model or user can act on.

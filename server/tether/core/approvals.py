@@ -1,0 +1,180 @@
+"""Asking the person: the question a face shows when the policy's verdict is *ask*, and the answer.
+
+Why a module of its own: every face asks differently (an LSP request, a modal, a floating window, a
+terminal prompt) but the question and the answer must mean the same everywhere, and they are
+audited. Nothing here does I/O; faces provide an `Approver`, the gate calls it. No approver present
+means deny (fail closed), and so does an answer that is not exactly one of the four choices.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+Choice = Literal["allow_once", "allow_session", "allow_always", "deny"]
+CHOICES: tuple[Choice, ...] = get_args(Choice)
+
+TITLES: dict[Choice, str] = {
+    "allow_once": "Allow once",
+    "allow_session": "Allow for this session",
+    "allow_always": "Always allow",
+    "deny": "Deny",
+}
+"""The action titles, exactly (relied on by clients that answer `window/showMessageRequest`)."""
+
+DEFAULT_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class AskedSegment:
+    """One simple command of the call that needs a person, and why."""
+
+    argv: tuple[str, ...]
+    rule: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"argv": list(self.argv), "rule": self.rule, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class AlwaysRule:
+    """What "Always allow" writes, and where: shown to the person before they choose it."""
+
+    file: str
+    toml: str
+    patterns: tuple[tuple[str, ...], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "toml": self.toml}
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """The question. `patterns` are the argument prefixes "Allow for this session" will allow."""
+
+    id: str
+    tool: str
+    command: str
+    mode: str
+    rule: str
+    reason: str
+    segments: tuple[AskedSegment, ...]
+    sandbox: Mapping[str, Any]
+    patterns: tuple[tuple[str, ...], ...]
+    always: AlwaysRule | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+    def to_json(self) -> dict[str, Any]:
+        """The `tether/approve` request's params (docs/lsp.md, "Approvals")."""
+        return {
+            "id": self.id,
+            "tool": self.tool,
+            "command": self.command,
+            "mode": self.mode,
+            "rule": self.rule,
+            "reason": self.reason,
+            "segments": [s.to_json() for s in self.segments],
+            "sandbox": dict(self.sandbox),
+            "always": self.always.to_json() if self.always is not None else None,
+            "timeoutMs": int(self.timeout * 1000),
+        }
+
+    def text(self) -> str:
+        """The question in words, for a message box or a terminal."""
+        lines = [f"Tether: the agent wants to run `{self.command}` ({self.mode} mode). Allow it?"]
+        for segment in self.segments:
+            lines.append(f"  • {' '.join(segment.argv)} — {segment.reason} [{segment.rule}]")
+        backend = self.sandbox.get("backend")
+        if backend:
+            network = self.sandbox.get("network", "none")
+            lines.append(f"It runs in the {backend} sandbox (network: {network}), after a checkpoint.")
+        if self.always is not None:
+            lines.append(f"“Always allow” adds this rule to {self.always.file}:\n{self.always.toml.rstrip()}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    """The person's choice; `message` goes back to the model with a denial."""
+
+    choice: Choice
+    message: str | None = None
+    reason: str = "answered by the user"
+
+    @property
+    def allowed(self) -> bool:
+        return self.choice != "deny"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"choice": self.choice, "message": self.message, "reason": self.reason}
+
+
+def denied(reason: str) -> ApprovalAnswer:
+    """A deny nobody chose: no approver, a timeout, a cancel, a malformed answer."""
+    return ApprovalAnswer("deny", None, reason)
+
+
+MAX_MESSAGE_CHARS = 4000
+
+
+def parse_answer(raw: Any) -> ApprovalAnswer:
+    """A client's JSON answer; anything but `{"choice": <one of four>, "message"?: str}` is deny."""
+    if not isinstance(raw, Mapping):
+        return denied(f"the editor's answer was not an object ({type(raw).__name__}): treated as deny")
+    choice = raw.get("choice")
+    if choice not in CHOICES:
+        return denied(f"the editor answered {choice!r}, not one of {', '.join(CHOICES)}: treated as deny")
+    message = raw.get("message")
+    if message is not None and not isinstance(message, str):
+        message = None
+    if message is not None:
+        message = message.strip()[:MAX_MESSAGE_CHARS] or None
+    return ApprovalAnswer(choice, message)
+
+
+def choice_for_title(title: Any) -> ApprovalAnswer:
+    """A `window/showMessageRequest` action title back to a choice (none, or unknown: deny)."""
+    for choice, text in TITLES.items():
+        if title == text:
+            return ApprovalAnswer(choice)
+    return denied("the question was dismissed without an answer: treated as deny")
+
+
+Approver = Callable[[ApprovalRequest, threading.Event], ApprovalAnswer]
+"""Asks the person and waits (at most `request.timeout`; `cancel` set means stop asking: deny)."""
+
+
+class SessionAllowances:
+    """What the person allowed "for this session": argument prefixes, until the session ends."""
+
+    def __init__(self) -> None:
+        self._patterns: set[tuple[str, ...]] = set()
+        self._lock = threading.Lock()
+
+    def add(self, patterns: Sequence[tuple[str, ...]]) -> None:
+        with self._lock:
+            self._patterns.update(p for p in patterns if p)
+
+    def covers(self, argv: Sequence[str]) -> bool:
+        words = tuple(argv)
+        with self._lock:
+            return any(words[: len(p)] == p for p in self._patterns)
+
+    def to_json(self) -> list[list[str]]:
+        with self._lock:
+            return [list(p) for p in sorted(self._patterns)]
+
+
+@dataclass
+class RequestIds:
+    """`ap-<pid>-<n>`: unique within a process, readable in the audit log."""
+
+    _counter: Any = field(default_factory=itertools.count)
+
+    def next(self) -> str:
+        return f"ap-{os.getpid():x}-{next(self._counter)}"

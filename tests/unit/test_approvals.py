@@ -1,0 +1,124 @@
+"""The question and the answer of an approval: the four choices exactly, anything else is deny."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from tether.cli._approver import ask_on, terminal_approver
+from tether.core.approvals import (
+    TITLES,
+    AlwaysRule,
+    ApprovalRequest,
+    AskedSegment,
+    SessionAllowances,
+    choice_for_title,
+    parse_answer,
+)
+
+
+def _request(**extra: Any) -> ApprovalRequest:
+    fields: dict[str, Any] = {
+        "id": "ap-1",
+        "tool": "bash_command",
+        "command": "make lint && git commit -m wip",
+        "mode": "command",
+        "rule": "ask.git_state",
+        "reason": "changes your repository's history",
+        "segments": (AskedSegment(("git", "commit", "-m", "wip"), "ask.git_state", "changes history"),),
+        "sandbox": {"backend": "bubblewrap", "network": "none"},
+        "patterns": (("git", "commit"),),
+    }
+    fields.update(extra)
+    return ApprovalRequest(**fields)
+
+
+def test_the_action_titles_are_exactly_the_documented_four() -> None:
+    assert list(TITLES.values()) == ["Allow once", "Allow for this session", "Always allow", "Deny"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "choice"),
+    [
+        ({"choice": "allow_once"}, "allow_once"),
+        ({"choice": "allow_session", "message": "ok"}, "allow_session"),
+        ({"choice": "allow_always"}, "allow_always"),
+        ({"choice": "deny", "message": "  use make test instead  "}, "deny"),
+        ({"choice": "ALLOW_ONCE"}, "deny"),
+        ({"choice": "allow"}, "deny"),
+        ({"choice": None}, "deny"),
+        ({}, "deny"),
+        (None, "deny"),
+        ("allow_once", "deny"),
+        (["allow_once"], "deny"),
+        ({"choice": "allow_once\u0000"}, "deny"),
+    ],
+)
+def test_anything_but_one_of_the_four_choices_is_deny(raw: Any, choice: str) -> None:
+    assert parse_answer(raw).choice == choice
+
+
+def test_a_deny_message_is_kept_trimmed_and_bounded() -> None:
+    assert parse_answer({"choice": "deny", "message": "  use make test  "}).message == "use make test"
+    assert parse_answer({"choice": "deny", "message": 42}).message is None
+    assert len(parse_answer({"choice": "deny", "message": "x" * 10_000}).message or "") == 4000
+
+
+@pytest.mark.parametrize(
+    ("title", "choice"),
+    [("Allow once", "allow_once"), ("Always allow", "allow_always"), ("allow once", "deny"), (None, "deny")],
+)
+def test_message_request_titles_map_back_exactly(title: Any, choice: str) -> None:
+    assert choice_for_title(title).choice == choice
+
+
+def test_session_allowances_match_argument_prefixes_only() -> None:
+    allowances = SessionAllowances()
+    allowances.add([("git", "commit")])
+    assert allowances.covers(["git", "commit", "-m", "x"])
+    assert not allowances.covers(["git", "commitx"])
+    assert not allowances.covers(["git"])
+    assert not allowances.covers(["git", "push"])
+    allowances.add([()])  # an empty pattern would allow everything: ignored
+    assert not allowances.covers(["rm", "-rf", "x"])
+
+
+def test_the_request_says_what_needs_approval_and_what_always_writes() -> None:
+    request = _request(
+        always=AlwaysRule("/home/u/.config/tether/config.toml", "[[rules]]\n", (("git", "commit"),))
+    )
+    text = request.text()
+    assert "git commit -m wip" in text
+    assert "ask.git_state" in text
+    assert "bubblewrap" in text
+    assert "/home/u/.config/tether/config.toml" in text
+    params = request.to_json()
+    assert params["segments"] == [
+        {"argv": ["git", "commit", "-m", "wip"], "rule": "ask.git_state", "reason": "changes history"}
+    ]
+    assert params["always"] == {"file": "/home/u/.config/tether/config.toml", "toml": "[[rules]]\n"}
+
+
+@pytest.mark.parametrize(
+    ("typed", "choice", "message"),
+    [
+        ("o\n", "allow_once", None),
+        ("session\n", "allow_session", None),
+        ("a\n", "allow_always", None),
+        ("d\nplease run make test\n", "deny", "please run make test"),
+        ("\n", "deny", None),
+        ("yes\n", "deny", None),
+        ("", "deny", None),
+    ],
+)
+def test_the_terminal_prompt(typed: str, choice: str, message: str | None) -> None:
+    out = io.StringIO()
+    answer = ask_on(io.StringIO(typed), out, _request())
+    assert (answer.choice, answer.message) == (choice, message)
+    assert "Allow once" in out.getvalue()
+
+
+def test_no_terminal_means_no_approver() -> None:
+    assert terminal_approver(io.StringIO("o\n"), io.StringIO()) is None
