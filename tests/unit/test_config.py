@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tether.core import config as core_config
 from tether.core.config import config_from_mappings, load_config
 from tether.core.permissions import ALL_PERMISSIONS, format_permissions, parse_permissions
 from tether.errors import ConfigError
@@ -149,3 +151,83 @@ def test_bad_permissions_are_errors_not_none(text: str) -> None:
 def test_format_permissions_round_trips() -> None:
     for text in ("none", "read", "write", "command", "read,write", "read,command", "all"):
         assert format_permissions(parse_permissions(text)) == text
+
+
+SAMPLES: dict[str, object] = {
+    "git_enabled": False,
+    "command_whitelist": ["make deploy"],
+    "command_timeout": 5,
+    "firejail_enabled": True,
+    "deny": ["go run"],
+    "protected_paths": ["secrets/"],
+    "allow": ["curl"],
+    "backend": "none",
+    "max_output_bytes": 2048,
+    "max_parallel": 1,
+    "env_passthrough": ["AWS_SECRET_ACCESS_KEY"],
+    "enabled": False,
+    "max_file_bytes": 10,
+    "time_budget_seconds": 1,
+    "exclude": ["big/"],
+    "keep_count": 3,
+    "keep_days": 1,
+    "pre_tool_use": [{"command": ["true"]}],
+    "post_tool_use": [{"command": ["true"]}],
+    "model": "claude-x",
+    "max_tokens": 10,
+    "temperature": 0.5,
+    "system_prompt": "be evil",
+    "max_cost": 1,
+    "verbosity": "debug",
+    "prune_old": 2,
+    "api_key": "sk-ant-stolen",
+    "base_url": "http://evil.example",
+    "transforms": [{"match": "pytest", "append": "-p evil"}],
+    "permissions": "all",
+}
+
+
+def _table(key: core_config.Key) -> dict[str, object]:
+    value = SAMPLES[key.name]
+    return {key.name: value} if key.table is None else {key.table: {key.name: value}}
+
+
+@pytest.mark.parametrize("key", core_config.KEYS, ids=lambda k: k.dotted if k.table else k.name)
+def test_every_declared_key_obeys_its_trust_rule_from_the_project(key: core_config.Key) -> None:
+    """One generic check over the declared keys: the project layer never widens."""
+    default = config_from_mappings({})
+    user_set = config_from_mappings(_table(key))
+    from_project = config_from_mappings({}, _table(key))
+    if key.trust == "user":
+        assert from_project == replace(default, warnings=from_project.warnings)
+        assert any(f"`{key.dotted}` is ignored" in w for w in from_project.warnings)
+        assert user_set != default  # the user config really sets it
+    else:
+        assert from_project.warnings == ()
+
+
+def test_limits_from_the_project_only_go_down() -> None:
+    for key in (k for k in core_config.KEYS if k.trust == "narrow_min"):
+        section = key.section
+        user = {key.table: {key.name: SAMPLES[key.name]}}
+        highest = {"max_output_bytes": 64_000_000, "max_parallel": 32, "max_cost": 1e9}
+        raised = {key.table: {key.name: highest.get(key.name, 600)}}
+        folded = config_from_mappings(user, raised)
+        assert getattr(getattr(folded, section), key.field) == SAMPLES[key.name], key.dotted
+
+
+def test_the_widening_keys_are_declared_user_only() -> None:
+    """Declaring a widening key as `any` by mistake would pass the generic test: pin the list."""
+    user_only = {k.dotted for k in core_config.KEYS if k.trust == "user"}
+    assert user_only == {
+        "tool_safety.command_whitelist",
+        "tool_safety.firejail_enabled",
+        "policy.allow",
+        "sandbox.backend",
+        "sandbox.env_passthrough",
+        "hooks",
+        "agent.api_key",
+        "agent.base_url",
+        "transforms",
+        "permissions",
+    }

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -229,163 +229,88 @@ class _Reader:
             raise ConfigError(f"{self.where}: unknown key(s): {keys}")
 
 
-def _apply(base: EffectiveConfig, raw: Mapping[str, Any], where: str, *, trusted: bool) -> EffectiveConfig:
-    """Validate one file's tables and fold them into `base` (widening keys only when trusted)."""
-    root = _Reader(raw, where)
-    warnings = list(base.warnings)
-    policy, sandbox, checkpoints = base.policy, base.sandbox, base.checkpoints
-    hooks, agent, transforms, permissions = base.hooks, base.agent, base.transforms, base.permissions
+# --- the keys, declared once ----------------------------------------------------------------------
 
-    def user_only(key: str) -> bool:
-        if trusted:
-            return True
-        warnings.append(f"{where}: `{key}` is ignored: only the user config may set it")
-        return False
+Trust = Literal["any", "user", "narrow_min", "narrow_and"]
+"""Who may set a key: any layer; only the user config (`user`); any layer, but a layer the
+repository controls only lowers it (`narrow_min`, for limits) or turns it off (`narrow_and`)."""
 
-    if root.has("tool_safety"):
-        ts = root.subtable("tool_safety")
-        if ts.has("git_enabled"):
-            enabled = ts.bool_("git_enabled")
-            # A project may turn checkpoints off only for itself; that narrows nothing dangerous
-            # but loses undo, so it is surfaced as a warning.
-            checkpoints = replace(checkpoints, enabled=checkpoints.enabled and enabled)
-        if ts.has("command_whitelist"):
-            extra = ts.strings("command_whitelist")
-            if user_only("tool_safety.command_whitelist"):
-                policy = replace(policy, extra_allowed=policy.extra_allowed + extra)
-        if ts.has("command_timeout"):
-            timeout = ts.number("command_timeout", minimum=1, maximum=MAX_COMMAND_TIMEOUT)
-            sandbox = replace(
-                sandbox, command_timeout=timeout if trusted else min(timeout, sandbox.command_timeout)
-            )
-        if ts.has("firejail_enabled"):
-            firejail = ts.bool_("firejail_enabled")
-            if user_only("tool_safety.firejail_enabled") and firejail:
-                sandbox = replace(sandbox, backend="firejail")
-        ts.finish()
+Read = Callable[["_Reader", str], Any]
 
-    if root.has("policy"):
-        pt = root.subtable("policy")
-        if pt.has("deny"):
-            policy = replace(policy, denied=policy.denied + pt.strings("deny"))
-        if pt.has("protected_paths"):
-            policy = replace(policy, extra_protected=policy.extra_protected + pt.strings("protected_paths"))
-        if pt.has("allow"):
-            extra = pt.strings("allow")
-            if user_only("policy.allow"):
-                policy = replace(policy, extra_allowed=policy.extra_allowed + extra)
-        pt.finish()
 
-    if root.has("sandbox"):
-        st = root.subtable("sandbox")
-        if st.has("backend"):
-            backend = st.string("backend", SANDBOX_BACKENDS)
-            if user_only("sandbox.backend"):
-                sandbox = replace(sandbox, backend=backend)  # type: ignore[arg-type]
-        if st.has("command_timeout"):
-            timeout = st.number("command_timeout", minimum=1, maximum=MAX_COMMAND_TIMEOUT)
-            sandbox = replace(
-                sandbox, command_timeout=timeout if trusted else min(timeout, sandbox.command_timeout)
-            )
-        if st.has("max_output_bytes"):
-            cap = st.integer("max_output_bytes", minimum=1024, maximum=64_000_000)
-            sandbox = replace(
-                sandbox, max_output_bytes=cap if trusted else min(cap, sandbox.max_output_bytes)
-            )
-        if st.has("max_parallel"):
-            par = st.integer("max_parallel", minimum=1, maximum=32)
-            sandbox = replace(sandbox, max_parallel=par if trusted else min(par, sandbox.max_parallel))
-        if st.has("env_passthrough"):
-            names = st.strings("env_passthrough")
-            if user_only("sandbox.env_passthrough"):
-                sandbox = replace(sandbox, env_passthrough=sandbox.env_passthrough + names)
-        st.finish()
+@dataclass(frozen=True)
+class Key:
+    """One config key: where it lives in TOML, where it goes, its type and bounds, and who may set it.
 
-    if root.has("checkpoints"):
-        ct = root.subtable("checkpoints")
-        if ct.has("enabled"):
-            checkpoints = replace(checkpoints, enabled=checkpoints.enabled and ct.bool_("enabled"))
-        if ct.has("max_file_bytes"):
-            checkpoints = replace(checkpoints, max_file_bytes=ct.integer("max_file_bytes", minimum=0))
-        if ct.has("time_budget_seconds"):
-            checkpoints = replace(
-                checkpoints, time_budget_seconds=ct.number("time_budget_seconds", minimum=0.1)
-            )
-        if ct.has("exclude"):
-            checkpoints = replace(checkpoints, exclude=checkpoints.exclude + ct.strings("exclude"))
-        if ct.has("keep_count"):
-            checkpoints = replace(checkpoints, keep_count=ct.integer("keep_count", minimum=1))
-        if ct.has("keep_days"):
-            checkpoints = replace(checkpoints, keep_days=ct.number("keep_days", minimum=0.01))
-        ct.finish()
+    `append` keys add to what lower layers set (lists of rules and paths). A reader returning None
+    means "no change" (`firejail_enabled = false`). `warn_as` names the key in the warning when a
+    whole table is user-only (`hooks`).
+    """
 
-    if root.has("transforms"):
-        items = root.tables("transforms")
-        if user_only("transforms"):
-            parsed = []
-            for i, item in enumerate(items):
-                tr = _Reader(item, f"{where} [[transforms]] #{i + 1}")
-                match = tr.string("match")
-                append = tr.string("append") if tr.has("append") else ""
-                description = tr.string("description") if tr.has("description") else ""
-                tr.finish()
-                parsed.append(Transform(match=match, append=append, description=description))
-            transforms = transforms + tuple(parsed)
+    table: str | None
+    name: str
+    section: str
+    field: str
+    read: Read
+    trust: Trust = "any"
+    append: bool = False
+    warn_as: str | None = None
 
-    if root.has("hooks"):
-        ht = root.subtable("hooks")
-        pre = _hooks(ht, "pre_tool_use") if ht.has("pre_tool_use") else ()
-        post = _hooks(ht, "post_tool_use") if ht.has("post_tool_use") else ()
-        ht.finish()
-        if user_only("hooks"):
-            hooks = HookSettings(hooks.pre_tool_use + pre, hooks.post_tool_use + post)
+    @property
+    def dotted(self) -> str:
+        return self.warn_as or (f"{self.table}.{self.name}" if self.table else self.name)
 
-    if root.has("agent"):
-        at = root.subtable("agent")
-        changes: dict[str, Any] = {}
-        if at.has("model"):
-            changes["model"] = at.string("model")
-        if at.has("max_tokens"):
-            changes["max_tokens"] = at.integer("max_tokens", minimum=1, maximum=200_000)
-        if at.has("temperature"):
-            changes["temperature"] = at.number("temperature", minimum=0, maximum=1)
-        if at.has("system_prompt"):
-            changes["system_prompt"] = at.string("system_prompt")
-        if at.has("max_cost"):
-            cost = at.number("max_cost", minimum=0)
-            changes["max_cost"] = cost if trusted or agent.max_cost is None else min(cost, agent.max_cost)
-        if at.has("verbosity"):
-            changes["verbosity"] = at.string("verbosity", ("silent", "normal", "verbose", "debug"))
-        if at.has("prune_old"):
-            changes["prune_old"] = at.integer("prune_old", minimum=1)
-        for secret_key in ("api_key", "base_url"):
-            if at.has(secret_key):
-                value = at.string(secret_key)
-                if user_only(f"agent.{secret_key}"):
-                    changes[secret_key] = value
-        at.finish()
-        agent = replace(agent, **changes)
 
-    if root.has("permissions"):
-        value = root.string("permissions")
-        if user_only("permissions"):
-            from tether.core.permissions import parse_permissions
+def _bool(r: _Reader, key: str) -> bool:
+    return r.bool_(key)
 
-            parse_permissions(value)  # validate now, with the file named on error
-            permissions = value
 
-    root.finish()
-    return EffectiveConfig(
-        policy=policy,
-        sandbox=sandbox,
-        checkpoints=checkpoints,
-        hooks=hooks,
-        agent=agent,
-        transforms=transforms,
-        permissions=permissions,
-        warnings=tuple(warnings),
-        sources=base.sources,
-    )
+def _strings(r: _Reader, key: str) -> tuple[str, ...]:
+    return r.strings(key)
+
+
+def _text(r: _Reader, key: str) -> str:
+    return r.string(key)
+
+
+def _number(minimum: float, maximum: float | None = None) -> Read:
+    return lambda r, key: r.number(key, minimum=minimum, maximum=maximum)
+
+
+def _integer(minimum: int, maximum: int | None = None) -> Read:
+    return lambda r, key: r.integer(key, minimum=minimum, maximum=maximum)
+
+
+def _choice(*choices: str) -> Read:
+    return lambda r, key: r.string(key, choices)
+
+
+def _firejail_flag(r: _Reader, key: str) -> str | None:
+    """The seed's `firejail_enabled = true` means `[sandbox] backend = "firejail"`."""
+    return "firejail" if r.bool_(key) else None
+
+
+def _permission_words(r: _Reader, key: str) -> str:
+    from tether.core.permissions import parse_permissions
+
+    value = r.string(key)
+    try:
+        parse_permissions(value)  # validate now, with the file named on error
+    except ConfigError as exc:
+        raise ConfigError(f"{r.where}: {exc}") from None
+    return value
+
+
+def _transforms(r: _Reader, key: str) -> tuple[Transform, ...]:
+    parsed = []
+    for i, item in enumerate(r.tables(key)):
+        tr = _Reader(item, f"{r.where} [[transforms]] #{i + 1}")
+        match = tr.string("match")
+        append = tr.string("append") if tr.has("append") else ""
+        description = tr.string("description") if tr.has("description") else ""
+        tr.finish()
+        parsed.append(Transform(match=match, append=append, description=description))
+    return tuple(parsed)
 
 
 def _hooks(table: _Reader, key: str) -> tuple[Hook, ...]:
@@ -402,3 +327,94 @@ def _hooks(table: _Reader, key: str) -> tuple[Hook, ...]:
         hr.finish()
         parsed.append(Hook(command=command, timeout=timeout, tools=tools))
     return tuple(parsed)
+
+
+_TIMEOUT = _number(1, MAX_COMMAND_TIMEOUT)
+
+KEYS: tuple[Key, ...] = (
+    # the seed's `tool_safety` block
+    Key("tool_safety", "git_enabled", "checkpoints", "enabled", _bool, "narrow_and"),
+    Key("tool_safety", "command_whitelist", "policy", "extra_allowed", _strings, "user", append=True),
+    Key("tool_safety", "command_timeout", "sandbox", "command_timeout", _TIMEOUT, "narrow_min"),
+    Key("tool_safety", "firejail_enabled", "sandbox", "backend", _firejail_flag, "user"),
+    # [policy]
+    Key("policy", "deny", "policy", "denied", _strings, append=True),
+    Key("policy", "protected_paths", "policy", "extra_protected", _strings, append=True),
+    Key("policy", "allow", "policy", "extra_allowed", _strings, "user", append=True),
+    # [sandbox]
+    Key("sandbox", "backend", "sandbox", "backend", _choice(*SANDBOX_BACKENDS), "user"),
+    Key("sandbox", "command_timeout", "sandbox", "command_timeout", _TIMEOUT, "narrow_min"),
+    Key(
+        "sandbox", "max_output_bytes", "sandbox", "max_output_bytes", _integer(1024, 64_000_000), "narrow_min"
+    ),
+    Key("sandbox", "max_parallel", "sandbox", "max_parallel", _integer(1, 32), "narrow_min"),
+    Key("sandbox", "env_passthrough", "sandbox", "env_passthrough", _strings, "user", append=True),
+    # [checkpoints]
+    Key("checkpoints", "enabled", "checkpoints", "enabled", _bool, "narrow_and"),
+    Key("checkpoints", "max_file_bytes", "checkpoints", "max_file_bytes", _integer(0)),
+    Key("checkpoints", "time_budget_seconds", "checkpoints", "time_budget_seconds", _number(0.1)),
+    Key("checkpoints", "exclude", "checkpoints", "exclude", _strings, append=True),
+    Key("checkpoints", "keep_count", "checkpoints", "keep_count", _integer(1)),
+    Key("checkpoints", "keep_days", "checkpoints", "keep_days", _number(0.01)),
+    # [hooks]: commands that run on every call, so only the user may add them
+    Key("hooks", "pre_tool_use", "hooks", "pre_tool_use", _hooks, "user", True, "hooks"),
+    Key("hooks", "post_tool_use", "hooks", "post_tool_use", _hooks, "user", True, "hooks"),
+    # [agent]
+    Key("agent", "model", "agent", "model", _text),
+    Key("agent", "max_tokens", "agent", "max_tokens", _integer(1, 200_000)),
+    Key("agent", "temperature", "agent", "temperature", _number(0, 1)),
+    Key("agent", "system_prompt", "agent", "system_prompt", _text),
+    Key("agent", "max_cost", "agent", "max_cost", _number(0), "narrow_min"),
+    Key("agent", "verbosity", "agent", "verbosity", _choice("silent", "normal", "verbose", "debug")),
+    Key("agent", "prune_old", "agent", "prune_old", _integer(1)),
+    Key("agent", "api_key", "agent", "api_key", _text, "user"),
+    Key("agent", "base_url", "agent", "base_url", _text, "user"),
+    # top level
+    Key(None, "transforms", "", "transforms", _transforms, "user", append=True),
+    Key(None, "permissions", "", "permissions", _permission_words, "user"),
+)
+"""Every key the config files accept, with its trust rule (tests/unit/test_config.py pins them)."""
+
+
+def _apply(base: EffectiveConfig, raw: Mapping[str, Any], where: str, *, trusted: bool) -> EffectiveConfig:
+    """Validate one file against `KEYS` and fold it into `base` with each key's trust rule."""
+    root = _Reader(raw, where)
+    warnings = list(base.warnings)
+    sections: dict[str, Any] = {
+        name: getattr(base, name) for name in ("policy", "sandbox", "checkpoints", "hooks", "agent")
+    }
+    top: dict[str, Any] = {"transforms": base.transforms, "permissions": base.permissions}
+    tables = {key.table for key in KEYS if key.table is not None}
+    readers = {name: root.subtable(name) for name in sorted(tables) if root.has(name)}
+    for key in KEYS:
+        reader = root if key.table is None else readers.get(key.table)
+        if reader is None or not reader.has(key.name):
+            continue
+        value = key.read(reader, key.name)  # validated even when it will be ignored
+        if key.trust == "user" and not trusted:
+            warnings.append(f"{where}: `{key.dotted}` is ignored: only the user config may set it")
+            continue
+        current = top[key.field] if not key.section else getattr(sections[key.section], key.field)
+        merged = _fold(key, current, value, trusted=trusted)
+        if merged is None:
+            continue
+        if not key.section:
+            top[key.field] = merged
+        else:
+            sections[key.section] = replace(sections[key.section], **{key.field: merged})
+    for reader in readers.values():
+        reader.finish()
+    root.finish()
+    return EffectiveConfig(**sections, **top, warnings=tuple(warnings), sources=base.sources)
+
+
+def _fold(key: Key, current: Any, value: Any, *, trusted: bool) -> Any:
+    if value is None:
+        return None
+    if key.trust == "narrow_and":
+        return bool(current) and bool(value)
+    if key.trust == "narrow_min" and not trusted and current is not None:
+        return min(current, value)
+    if key.append:
+        return tuple(current) + tuple(value)
+    return value
