@@ -27,13 +27,20 @@ def add_permissions_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_cli_session(args: argparse.Namespace, *, timeout: float | None = None) -> Session:
-    """The session for `args.workspace` (default: the current directory), warnings on stderr."""
+def open_cli_session(
+    args: argparse.Namespace, *, timeout: float | None = None, ask: bool = False
+) -> Session:
+    """The session for `args.workspace` (default: the current directory), warnings on stderr.
+
+    `ask`: commands that run tools (`run`, `tool`, `ask`) ask the person at the terminal when the
+    policy says *ask*; without a terminal there is nobody to ask and the gate denies.
+    """
+    from tether.cli._approver import terminal_approver
     from tether.core.session import FaceOverrides, open_session
 
     workspace = resolve_workspace(getattr(args, "workspace", None))
     overrides = FaceOverrides(permissions=getattr(args, "permissions", None), command_timeout=timeout)
-    session = open_session(workspace, overrides)
+    session = open_session(workspace, overrides, approver=terminal_approver() if ask else None)
     for warning in session.warnings:
         print(f"Warning: {warning}", file=sys.stderr)
     return session

@@ -95,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
     if not prompt and args.replay is None and not args.stats and args.prune is None:
         raise TetherError("nothing to do: give a PROMPT (or --replay, --stats, --prune)")
 
-    gate = open_cli_session(args).gate
+    gate = open_cli_session(args, ask=True).gate
     settings = gate.config.agent
     changes: dict[str, Any] = {"verbosity": _verbosity(args, settings.verbosity)}
     if args.model:

@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    gate = open_cli_session(args, timeout=args.timeout).gate
+    gate = open_cli_session(args, timeout=args.timeout, ask=True).gate
     result = gate.call("bash_command", {"command": args.command, "reason": args.reason}, source="cli")
     if args.json:
         print_json(result.to_json(gate.workspace))

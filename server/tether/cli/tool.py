@@ -37,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise TetherError(f"--input is not valid JSON: {exc}") from exc
-    gate = open_cli_session(args).gate
+    gate = open_cli_session(args, ask=True).gate
     result = gate.call(args.name, value, source="cli")
     print_json(result.to_json(gate.workspace))
     return 0 if result.ok else 1

@@ -42,6 +42,30 @@ class AskedSegment:
 
 
 @dataclass(frozen=True)
+class ApprovalNeed:
+    """What a prepared call needs a person for: the policy said *ask* for these segments."""
+
+    command: str
+    mode: str
+    rule: str
+    reason: str
+    segments: tuple[AskedSegment, ...]
+
+
+def session_pattern(argv: Sequence[str]) -> tuple[str, ...]:
+    """The argument prefix "Allow for this session" allows: the program and its subcommand.
+
+    `git commit -m wip` → `git commit`: later commits with other messages pass, `git push` still
+    asks. A first argument that is an option or a path is not a subcommand (`./build.sh --fast` →
+    `./build.sh`).
+    """
+    words = tuple(argv)
+    if len(words) >= 2 and words[1] and not words[1].startswith("-") and "/" not in words[1]:
+        return words[:2]
+    return words[:1]
+
+
+@dataclass(frozen=True)
 class AlwaysRule:
     """What "Always allow" writes, and where: shown to the person before they choose it."""
 

@@ -90,6 +90,12 @@ class AgentSettings:
 
 
 @dataclass(frozen=True)
+class ApprovalSettings:
+    timeout: float = 300.0
+    """Seconds a question waits for the person; then it is a deny."""
+
+
+@dataclass(frozen=True)
 class EffectiveConfig:
     """Everything every part of Tether reads, after validation and the narrowing merge."""
 
@@ -98,6 +104,7 @@ class EffectiveConfig:
     checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
     hooks: HookSettings = field(default_factory=HookSettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
+    approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
     transforms: tuple[Transform, ...] = ()
     permissions: str | None = None  # default session permissions (user config only)
     warnings: tuple[str, ...] = ()
@@ -369,6 +376,8 @@ KEYS: tuple[Key, ...] = (
     Key("agent", "prune_old", "agent", "prune_old", _integer(1)),
     Key("agent", "api_key", "agent", "api_key", _text, "user"),
     Key("agent", "base_url", "agent", "base_url", _text, "user"),
+    # [approvals]
+    Key("approvals", "timeout_seconds", "approvals", "timeout", _number(1, 3600), "narrow_min"),
     # top level
     Key(None, "transforms", "", "transforms", _transforms, "user", append=True),
     Key(None, "permissions", "", "permissions", _permission_words, "user"),
@@ -381,7 +390,8 @@ def _apply(base: EffectiveConfig, raw: Mapping[str, Any], where: str, *, trusted
     root = _Reader(raw, where)
     warnings = list(base.warnings)
     sections: dict[str, Any] = {
-        name: getattr(base, name) for name in ("policy", "sandbox", "checkpoints", "hooks", "agent")
+        name: getattr(base, name)
+        for name in ("policy", "sandbox", "checkpoints", "hooks", "agent", "approvals")
     }
     top: dict[str, Any] = {"transforms": base.transforms, "permissions": base.permissions}
     tables = {key.table for key in KEYS if key.table is not None}

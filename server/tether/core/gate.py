@@ -25,6 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from tether.core.approvals import (
+    TITLES,
+    ApprovalAnswer,
+    ApprovalNeed,
+    ApprovalRequest,
+    Approver,
+    RequestIds,
+    SessionAllowances,
+    denied,
+    session_pattern,
+)
 from tether.core.audit import AuditLog, VerifyResult, make_entry
 from tether.core.checkpoints import Checkpoint, Checkpoints
 from tether.core.config import EffectiveConfig
@@ -184,6 +195,7 @@ class Gate:
         *,
         config: EffectiveConfig,
         read_only: bool = False,
+        approver: Approver | None = None,
         documents: DocumentSource | None = None,
         on_event: EventSink | None = None,
         tools: Sequence[Tool] | None = None,
@@ -193,6 +205,9 @@ class Gate:
         self.config = config
         self.read_only = read_only
         self._permissions: Permissions = frozenset() if read_only else permissions
+        self.approver = approver
+        self.allowances = SessionAllowances()
+        self._approval_ids = RequestIds()
         self.documents: DocumentSource = documents if documents is not None else NoDocuments()
         self.on_event = on_event
         self.proposals = ProposalStore(self.workspace)
@@ -377,6 +392,15 @@ class Gate:
             state: CallState = "proposed" if outcome.proposal is not None else "dry_run"
             return self._finish(result, record, sandbox=outcome.sandbox, state=state)
 
+        need = prepared.approval
+        if need is not None:
+            answer, asked = self._approve(name, need, ctx.cancel, record.source)
+            if not answer.allowed:
+                return self._finish(_refused_by_person(name, need, answer, asked), record, state="denied")
+            how = "for this session" if answer.choice != "allow_once" else "once"
+            who = "the session's earlier answer" if not asked else "the user"
+            verdict = Verdict("allow", need.rule, f"approved {how} by {who}: {need.reason}", "user")
+
         veto = self._run_hooks("pre", name, args)
         if veto is not None:
             result = _error_result(name, veto)
@@ -407,6 +431,60 @@ class Gate:
         return self._finish(
             result, record, sandbox=outcome.sandbox, state="executed" if outcome.ok else "failed"
         )
+
+    def _approve(
+        self, tool: str, need: ApprovalNeed, cancel: threading.Event, source: str
+    ) -> tuple[ApprovalAnswer, bool]:
+        """Ask the person about the segments of `need` this session has not allowed yet.
+
+        Returns the answer and whether anyone was asked. No approver means deny (fail closed), with
+        a reason that says how to allow it. Every question and its answer is an audit line.
+        """
+        pending = tuple(s for s in need.segments if not self.allowances.covers(s.argv))
+        if not pending:
+            return ApprovalAnswer("allow_session", None, "allowed earlier in this session"), False
+        if self.approver is None:
+            return denied(_NOBODY_TO_ASK), False
+        patterns = tuple(dict.fromkeys(session_pattern(s.argv) for s in pending))
+        request = ApprovalRequest(
+            id=self._approval_ids.next(),
+            tool=tool,
+            command=need.command,
+            mode=need.mode,
+            rule=pending[0].rule,
+            reason=pending[0].reason,
+            segments=pending,
+            sandbox={"backend": self.sandbox_name(), "network": "none", "writable": [str(self.workspace)]},
+            patterns=patterns,
+            timeout=self.config.approvals.timeout,
+        )
+        record = _CallRecord(
+            {"id": request.id, "command": need.command, "segments": [s.to_json() for s in pending]}, source
+        )
+        try:
+            answer = self.approver(request, cancel)
+        except Exception as exc:  # a broken face must not turn into an allow
+            log.exception("the approver failed")
+            answer = denied(f"asking failed ({exc.__class__.__name__}: {exc}): treated as deny")
+        if answer.choice in ("allow_session", "allow_always"):
+            self.allowances.add(patterns)
+        result = GateResult(
+            tool="approval",
+            ok=True,
+            dry_run=False,
+            result={
+                "ok": True,
+                "id": request.id,
+                **answer.to_json(),
+                "patterns": [list(p) for p in patterns],
+            },
+            text=f"{TITLES[answer.choice]}: {need.command}",
+            verdict=Verdict(
+                "allow" if answer.allowed else "deny", "user.approval", answer.reason, "user", None
+            ),
+        )
+        self._finish(result, record, state="executed" if answer.allowed else "denied")
+        return answer, True
 
     def _granted(self, needed: Permission) -> bool:
         # Running an allowed command already implies reading: `cat` is a read-mode command.
@@ -707,6 +785,27 @@ def _policy_verdict(decision: Any, *, fallback_reason: str | None = None) -> Ver
         "policy",
         raw.get("suggestion"),
     )
+
+
+_NOBODY_TO_ASK = (
+    "nobody could be asked here (no editor or terminal to answer), so this is denied. Run it from "
+    "the editor or an interactive terminal to be asked, or allow it with a rule in your user config "
+    "(see `tether explain` and docs/policy.md)"
+)
+
+
+def _refused_by_person(tool: str, need: ApprovalNeed, answer: ApprovalAnswer, asked: bool) -> GateResult:
+    """The denial the model gets: the segments, why they needed a person, and the person's message."""
+    needs = "; ".join(f"`{' '.join(s.argv)}` ({s.reason})" for s in need.segments)
+    if asked:
+        message = f"the user denied this command: {needs}"
+    else:
+        message = f"this command needs the user's approval — {needs} — but {answer.reason}"
+    if answer.message:
+        message += f". The user says: {answer.message}"
+    result = _error_result(tool, message, approval=answer.to_json())
+    result.verdict = Verdict("deny", need.rule, message, "user" if asked else "session")
+    return result
 
 
 def _proposal_state(state: str) -> CallState:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tether.core.approvals import Approver
 from tether.core.config import (
     MAX_COMMAND_TIMEOUT,
     SANDBOX_BACKENDS,
@@ -178,6 +179,7 @@ def open_session(
     *,
     user_path: Path | None = None,
     config: EffectiveConfig | None = None,
+    approver: Approver | None = None,
     documents: DocumentSource | None = None,
     on_event: EventSink | None = None,
     tools: Sequence[Tool] | None = None,
@@ -186,7 +188,8 @@ def open_session(
     """Assemble the session for `workspace`. Raises ConfigError for an invalid config or override.
 
     `config` replaces the config *files* (tests, embedded uses); overrides and the PATH-tool
-    protection are still applied to it, so no caller can skip a layer of the assembly.
+    protection are still applied to it, so no caller can skip a layer of the assembly. `approver` is
+    how this face asks the person when the policy says *ask*; without one, ask means deny.
     """
     root = workspace.resolve()
     if config is None:
@@ -202,6 +205,7 @@ def open_session(
         permissions,
         config=effective,
         read_only=overrides.read_only,
+        approver=approver,
         documents=documents,
         on_event=on_event,
         tools=tools,

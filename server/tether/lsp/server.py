@@ -100,6 +100,7 @@ class TetherServer(LanguageServer):
 
     def _open_session(self) -> Session:
         from tether.core.session import open_session
+        from tether.lsp.approvals import make_approver
         from tether.lsp.features.events import send_event
 
         if self.workspace_root is None:
@@ -107,6 +108,7 @@ class TetherServer(LanguageServer):
         session = open_session(
             self.workspace_root,
             self.options.overrides(),
+            approver=make_approver(self),
             documents=self.documents,
             on_event=lambda event: send_event(self, event),
         )

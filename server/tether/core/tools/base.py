@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tether.core.approvals import ApprovalNeed
 from tether.core.config import EffectiveConfig
 from tether.core.permissions import Permission
 
@@ -109,6 +110,11 @@ class PreparedCall(Protocol):
     @property
     def decision(self) -> Mapping[str, Any] | None:
         """The policy's verdict when one was taken (allowed, rule, reason, suggestion)."""
+        ...
+
+    @property
+    def approval(self) -> ApprovalNeed | None:
+        """Set when the policy's verdict is *ask*: the gate asks the person before executing."""
         ...
 
     def dry_run(self) -> ToolOutcome: ...

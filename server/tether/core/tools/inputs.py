@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tether.core.approvals import ApprovalNeed
 from tether.core.permissions import Permission
 from tether.core.policy.settings import PolicySettings
 from tether.core.tools.base import ToolOutcome, ToolSpec
@@ -124,6 +125,7 @@ class Prepared:
     run: Callable[[], ToolOutcome]
     preview: Callable[[], ToolOutcome]
     decision: Mapping[str, Any] | None = None
+    approval: ApprovalNeed | None = None
 
     def dry_run(self) -> ToolOutcome:
         return _guard(self.preview)

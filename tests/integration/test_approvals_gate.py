@@ -1,0 +1,155 @@
+"""The gate's approval loop: ask means a person decides; nobody to ask means deny; all audited.
+
+A small real tool (it writes a marker file when it runs) stands in for a command the policy answers
+with *ask*, so the gate's side is tested apart from which commands ask (tests/e2e/test_lsp_approvals.py
+drives real commands through the language server).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tether.core.approvals import ApprovalAnswer, ApprovalNeed, ApprovalRequest, AskedSegment
+from tether.core.config import EffectiveConfig
+from tether.core.session import FaceOverrides, Session, open_session
+from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
+from tether.core.tools.inputs import Prepared
+
+SPEC = ToolSpec(
+    "touch_marker",
+    "test tool",
+    {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+)
+
+
+class MarkerTool:
+    """Needs `command` permission and a person's approval for `git commit NAME`."""
+
+    spec = SPEC
+
+    def prepare(self, ctx: ToolContext, args: Mapping[str, Any]) -> Prepared:
+        name = str(args["name"])
+        argv = ("git", "commit", "-m", name)
+
+        def run() -> ToolOutcome:
+            (ctx.workspace / f"ran-{name}").write_text("x")
+            return ToolOutcome(ok=True, result={"ok": True}, text=f"ran {name}")
+
+        def preview() -> ToolOutcome:
+            return ToolOutcome(ok=True, result={"ok": True}, text=f"dry run {name}")
+
+        need = ApprovalNeed(
+            command=" ".join(argv),
+            mode="command",
+            rule="ask.git_state",
+            reason="changes your repository's history",
+            segments=(AskedSegment(argv, "ask.git_state", "changes your repository's history"),),
+        )
+        decision = {"allowed": False, "verdict": "ask", "rule": "ask.git_state", "reason": need.reason}
+        return Prepared("command", True, f"touch_marker({name})", run, preview, decision, need)
+
+
+class Recorder:
+    def __init__(self, *answers: ApprovalAnswer) -> None:
+        self.answers = list(answers)
+        self.asked: list[ApprovalRequest] = []
+
+    def __call__(self, request: ApprovalRequest, cancel: threading.Event) -> ApprovalAnswer:
+        self.asked.append(request)
+        return self.answers.pop(0)
+
+
+def _session(tmp_path: Path, approver: Any = None, permissions: str = "command") -> Session:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    return open_session(
+        tmp_path,
+        FaceOverrides(permissions=permissions),
+        config=EffectiveConfig(),
+        approver=approver,
+        tools=[MarkerTool()],
+    )
+
+
+def test_without_an_approver_ask_is_deny_and_says_how_to_allow(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    result = session.gate.call("touch_marker", {"name": "a"})
+    assert result.state == "denied"
+    assert result.is_error
+    assert "needs the user's approval" in result.text
+    assert "rule in your user config" in result.text
+    assert not (tmp_path / "ran-a").exists()
+    assert [e["tool"] for e in session.gate.log()] == ["touch_marker"]
+
+
+def test_allow_once_runs_it_and_asks_again_next_time(tmp_path: Path) -> None:
+    approver = Recorder(ApprovalAnswer("allow_once"), ApprovalAnswer("deny", "not twice"))
+    session = _session(tmp_path, approver)
+    first = session.gate.call("touch_marker", {"name": "a"}, source="lsp")
+    assert first.state == "executed"
+    assert first.decision is not None
+    assert first.decision["decidedBy"] == "user"
+    assert (tmp_path / "ran-a").exists()
+    second = session.gate.call("touch_marker", {"name": "b"}, source="lsp")
+    assert second.state == "denied"
+    assert "The user says: not twice" in second.text
+    assert not (tmp_path / "ran-b").exists()
+    assert len(approver.asked) == 2
+    entries = session.gate.log()
+    assert [(e["tool"], e["state"]) for e in entries] == [
+        ("approval", "executed"),
+        ("touch_marker", "executed"),
+        ("approval", "denied"),
+        ("touch_marker", "denied"),
+    ]
+    assert entries[0]["input"]["segments"][0]["argv"] == ["git", "commit", "-m", "a"]
+    assert entries[0]["result"]["choice"] == "allow_once"
+    assert entries[2]["result"]["message"] == "not twice"
+    assert session.gate.verify_log().ok
+
+
+def test_allow_for_the_session_covers_the_same_subcommand_only(tmp_path: Path) -> None:
+    approver = Recorder(ApprovalAnswer("allow_session"))
+    session = _session(tmp_path, approver)
+    assert session.gate.call("touch_marker", {"name": "a"}).state == "executed"
+    assert session.gate.call("touch_marker", {"name": "b"}).state == "executed"  # not asked again
+    assert len(approver.asked) == 1
+    assert approver.asked[0].patterns == (("git", "commit"),)
+    assert session.gate.allowances.covers(["git", "commit", "-m", "c"])
+    assert not session.gate.allowances.covers(["git", "push"])
+
+
+def test_without_the_permission_it_is_a_dry_run_and_nobody_is_asked(tmp_path: Path) -> None:
+    approver = Recorder()
+    session = _session(tmp_path, approver, permissions="read")
+    result = session.gate.call("touch_marker", {"name": "a"})
+    assert result.state == "dry_run"
+    assert approver.asked == []
+
+
+@pytest.mark.parametrize("failure", ["raises", "garbage"])
+def test_a_broken_approver_is_a_deny(tmp_path: Path, failure: str) -> None:
+    def broken(request: ApprovalRequest, cancel: threading.Event) -> ApprovalAnswer:
+        if failure == "raises":
+            raise RuntimeError("editor went away")
+        return ApprovalAnswer("deny", None, "malformed")
+
+    session = _session(tmp_path, broken)
+    result = session.gate.call("touch_marker", {"name": "a"})
+    assert result.state == "denied"
+    assert not (tmp_path / "ran-a").exists()
+
+
+def test_the_question_carries_the_sandbox_and_the_timeout(tmp_path: Path) -> None:
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = _session(tmp_path, approver)
+    session.gate.call("touch_marker", {"name": "a"})
+    request = approver.asked[0]
+    assert request.sandbox["network"] == "none"
+    assert request.sandbox["writable"] == [str(tmp_path.resolve())]
+    assert request.timeout == EffectiveConfig().approvals.timeout
