@@ -184,6 +184,7 @@ SAMPLES: dict[str, object] = {
     "base_url": "http://evil.example",
     "transforms": [{"match": "pytest", "append": "-p evil"}],
     "permissions": "all",
+    "timeout_seconds": 10,
 }
 
 

@@ -22,6 +22,7 @@ ALLOWED: dict[str, object] = {
     "tether.core.gate": ANY_NAME,
     "tether.core.permissions": ANY_NAME,
     "tether.core.diff": ANY_NAME,  # pure rendering of proposals
+    "tether.core.approvals": ANY_NAME,  # the question and the answer faces exchange with the gate
     "tether.core.config": frozenset(
         {"AgentSettings", "EffectiveConfig", "user_config_path", "MAX_COMMAND_TIMEOUT", "DEFAULT_MODEL"}
     ),
