@@ -27,9 +27,7 @@ def add_permissions_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_cli_session(
-    args: argparse.Namespace, *, timeout: float | None = None, ask: bool = False
-) -> Session:
+def open_cli_session(args: argparse.Namespace, *, timeout: float | None = None, ask: bool = False) -> Session:
     """The session for `args.workspace` (default: the current directory), warnings on stderr.
 
     `ask`: commands that run tools (`run`, `tool`, `ask`) ask the person at the terminal when the

@@ -113,7 +113,14 @@ def _drop(ls: TetherServer, future: Future[Any]) -> None:
     msg_id = next((k for k, v in ls.protocol._request_futures.items() if v is future), None)
     future.cancel()
     if msg_id is not None:
-        ls.call_soon(ls.protocol.notify, types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+        ls.call_soon(_withdraw, ls, msg_id)
+
+
+def _withdraw(ls: TetherServer, msg_id: Any) -> None:
+    """On the event loop: forget the pending request, so a late answer is dropped quietly
+    (pygls logs "Error in server: CANCELLED" for an answer to a cancelled future), then cancel it."""
+    ls.protocol._request_futures.pop(msg_id, None)
+    ls.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
 
 
 def _plain(raw: Any) -> Any:
