@@ -24,7 +24,7 @@ local bad = {
   { { permissions = 42 }, '`permissions` should be string, not number' },
   {
     { permissions = 'rw' },
-    '`permissions` should be none, read, write, command, all, or a comma list like read,write, not "rw"',
+    '`permissions` should be none, read, write, command, workspace, all, or a comma list like read,write, not "rw"',
   },
   { { permissions = 'all,read' }, '`permissions` should be' },
   { { cmd = 'tether serve' }, '`cmd` should be table, not string' },
@@ -91,7 +91,12 @@ local perms = {
   { 'READ', 'read' },
   { ' read , write ', 'read,write' },
   { 'read,read', 'read' },
-  { 'command,read,write', 'command,read,write' },
+  { 'command,read,write', 'all' },
+  { 'write,read', 'read,write' },
+  { 'workspace', 'workspace' },
+  { 'Workspace,command,read', 'read,command,workspace' },
+  { 'all,workspace', 'read,write,command,workspace' },
+  { 'read,write,command,workspace', 'read,write,command,workspace' },
   { 'all', 'all' },
 }
 for _, case in ipairs(perms) do
@@ -100,7 +105,18 @@ for _, case in ipairs(perms) do
   end)
 end
 
-for _, input in ipairs({ 'bogus', '', 'read,', 'read;write', 'none,read', 'read,all', 'write,exec' }) do
+for _, input in ipairs({
+  'bogus',
+  '',
+  'read,',
+  'read;write',
+  'none,read',
+  'read,all',
+  'write,exec',
+  'none,workspace',
+  'workspaces',
+  'work space',
+}) do
   H.test('parse_permissions rejects ' .. vim.inspect(input), function()
     local value, err = config.parse_permissions(input)
     H.eq(nil, value)
@@ -109,10 +125,13 @@ for _, input in ipairs({ 'bogus', '', 'read,', 'read;write', 'none,read', 'read,
 end
 
 H.test(':AgentMode completion, including after a comma', function()
-  H.eq({ 'none', 'read', 'write', 'command', 'all', 'read,write' }, commands.complete_mode(''))
+  H.eq({ 'none', 'read', 'write', 'command', 'workspace', 'all', 'read,write' }, commands.complete_mode(''))
   H.eq({ 'read' }, commands.complete_mode('r'))
-  H.eq({ 'read,write' }, commands.complete_mode('read,w'))
-  H.eq({ 'read,write', 'read,command' }, commands.complete_mode('read,'))
+  H.eq({ 'read,write', 'read,workspace' }, commands.complete_mode('read,w'))
+  H.eq({ 'read,write', 'read,command', 'read,workspace' }, commands.complete_mode('read,'))
+  H.eq({ 'read,command,workspace' }, commands.complete_mode('read,command,wo'))
+  H.eq({ 'all,workspace' }, commands.complete_mode('all,'), 'all combines only with workspace')
+  H.eq({ 'workspace' }, commands.complete_mode('wo'))
   H.eq({}, commands.complete_mode('read,n'), 'none does not combine')
 end)
 

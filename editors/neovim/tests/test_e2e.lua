@@ -111,7 +111,7 @@ H.test('buffer-local commands exist with completion', function()
   for name in pairs(require('tether.commands').specs) do
     H.truthy(local_cmds[name], name .. ' is buffer-local')
   end
-  H.eq({ 'read,write', 'read,command' }, vim.fn.getcompletion('AgentMode read,', 'cmdline'))
+  H.eq({ 'read,write', 'read,command', 'read,workspace' }, vim.fn.getcompletion('AgentMode read,', 'cmdline'))
 end)
 
 H.test(':AgentMode sets permissions on the server; bad input is refused before it', function()
@@ -123,7 +123,7 @@ H.test(':AgentMode sets permissions on the server; bad input is refused before i
   local msg = seen[before + 1]
   H.contains(
     msg.msg,
-    "tether: :AgentMode: unknown permission 'bogus' (expected none, read, write, command, all, or a comma list like read,write)"
+    "tether: :AgentMode: unknown permission 'bogus' (expected none, read, write, command, workspace, all, or a comma list like read,write)"
   )
   H.eq(vim.log.levels.ERROR, msg.level)
   H.eq('read', status().permissions, 'unchanged')

@@ -85,7 +85,9 @@ function M.complete_mode(arglead)
   end
   local out = {}
   for _, word in ipairs(require('tether.config').PERMISSION_WORDS) do
-    local combinable = prefix == '' or (word ~= 'none' and word ~= 'all')
+    -- After a comma: no `none` or `all`; after `all,` only the word `all` lacks (workspace).
+    local combinable = prefix == ''
+      or (word ~= 'none' and word ~= 'all' and (not used.all or not vim.list_contains({ 'read', 'write', 'command' }, word)))
     if combinable and not used[word] and vim.startswith(word, last) then
       table.insert(out, prefix .. word)
     end
@@ -298,25 +300,45 @@ function impl.AgentLog(p, bufnr)
   end)
 end
 
+--- Report the permissions the server answered, and remember them for the statusline. Turning on
+--- `workspace` mode is a warning, with what it means, so it is never switched on unnoticed.
+local function report_permissions(client, res, changed)
+  require('tether.status').set(client.id, res)
+  local perms = tostring(res.permissions)
+  if require('tether.config').has_workspace(perms) then
+    local text = 'permissions: ' .. perms .. ' — ⚠ workspace mode: any program may run in the sandbox with the '
+      .. 'workspace writable (no network, protected paths read-only, checkpoint first)'
+    return log().notify(text, changed and vim.log.levels.WARN or vim.log.levels.INFO)
+  end
+  log().info('permissions: ' .. perms .. (res.readOnly == true and ' (read-only workspace)' or ''))
+end
+
 function impl.AgentMode(p, bufnr)
   local arg = vim.trim(p.args)
+  local perms, perr = nil, nil
+  if arg ~= '' then
+    perms, perr = require('tether.config').parse_permissions(arg)
+    if not perms then
+      return log().error(':AgentMode: ' .. perr)
+    end
+  end
+  local client, err = lsp().get_client(bufnr)
+  if not client then
+    return log().error(err)
+  end
   if arg == '' then
-    return lsp().exec('tether.status', {}, { bufnr = bufnr }, function(e, res)
+    return lsp().exec('tether.status', {}, { client = client, bufnr = bufnr }, function(e, res)
       if e then
         return log().error(e)
       end
-      log().info('permissions: ' .. tostring(res.permissions))
+      report_permissions(client, res, false)
     end)
   end
-  local perms, perr = require('tether.config').parse_permissions(arg)
-  if not perms then
-    return log().error(':AgentMode: ' .. perr)
-  end
-  lsp().exec('tether.setPermissions', { permissions = perms }, { bufnr = bufnr }, function(e, res)
+  lsp().exec('tether.setPermissions', { permissions = perms }, { client = client, bufnr = bufnr }, function(e, res)
     if e then
       return log().error(e)
     end
-    log().info('permissions: ' .. tostring(res.permissions))
+    report_permissions(client, res, true)
   end)
 end
 

@@ -167,6 +167,9 @@ function M.on_attach(client, bufnr)
   end
   require('tether.commands').attach_buffer(bufnr)
   require('tether.preview').refresh(client)
+  if require('tether.status').by_client[client.id] == nil then
+    require('tether.status').refresh(client)
+  end
 end
 
 --- `LspProgress` for the tether client → vim.notify (begin and end only: reports are too chatty).
