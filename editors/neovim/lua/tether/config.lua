@@ -177,6 +177,12 @@ M.schema = {
     default = 'rounded',
     description = 'Border of floating windows (see `:h nvim_open_win()`).',
   },
+  approvals = {
+    type = 'boolean',
+    default = true,
+    description = 'Answer approval questions in Neovim (`tether/approve`); false leaves them to '
+      .. "Neovim's `window/showMessageRequest`.",
+  },
   log_level = {
     type = 'string',
     default = 'warn',
@@ -255,7 +261,7 @@ end
 ---@param cfg table
 ---@return table
 function M.init_options(cfg)
-  local out = { permissions = cfg.permissions }
+  local out = { permissions = cfg.permissions, approvals = cfg.approvals }
   if cfg.sandbox ~= nil then
     out.sandbox = cfg.sandbox
   end

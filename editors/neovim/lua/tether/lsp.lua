@@ -165,6 +165,11 @@ function M.on_attach(client, bufnr)
   if client.handlers and client.handlers['tether/event'] == nil then
     client.handlers['tether/event'] = M.on_event
   end
+  -- A client started from a config of the user's own (not lsp/tether.lua) still answers approvals.
+  if client.handlers and client.handlers['tether/approve'] == nil then
+    client.handlers['tether/approve'] = require('tether.approve').handler
+    client.handlers['$/cancelRequest'] = require('tether.approve').on_cancel
+  end
   require('tether.commands').attach_buffer(bufnr)
   require('tether.preview').refresh(client)
   if require('tether.status').by_client[client.id] == nil then
