@@ -17,7 +17,6 @@
 local M = {}
 
 local api = vim.api
-local ns = api.nvim_create_namespace('tether.approve')
 
 M.METHOD = 'tether/approve'
 
@@ -179,39 +178,15 @@ end
 
 -- The float -------------------------------------------------------------------------------------------
 
---- Show the question without taking the focus (the prompt that follows needs it).
+--- Show the question without taking the focus (the prompt that follows needs it), at the top,
+--- leaving room below for the prompt (inputlist or a picker).
 ---@return integer? win
 function M.open_float(lines, hls)
-  local bufnr = api.nvim_create_buf(false, true)
-  api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
-  for _, h in ipairs(hls) do
-    local len = #(lines[h[1] + 1] or '')
-    api.nvim_buf_set_extmark(bufnr, ns, h[1], math.min(h[2], len), {
-      end_row = h[1],
-      end_col = (h[3] < 0 or h[3] > len) and len or h[3],
-      hl_group = h[4],
-    })
-  end
-  vim.bo[bufnr].modifiable = false
-  vim.bo[bufnr].bufhidden = 'wipe'
-  local width = 30
-  for _, l in ipairs(lines) do
-    width = math.max(width, vim.fn.strdisplaywidth(l))
-  end
-  width = math.min(width + 2, math.max(vim.o.columns - 4, 20))
-  -- Leave room below for the prompt (inputlist or a picker).
-  local height = math.min(#lines, math.max(vim.o.lines - 12, 3))
-  local ok, win = pcall(api.nvim_open_win, bufnr, false, {
-    relative = 'editor',
-    width = width,
-    height = height,
-    row = 1,
-    col = math.floor((vim.o.columns - width) / 2),
-    style = 'minimal',
-    border = require('tether.config').get().border,
+  local ok, win = pcall(require('tether.ui').open_float, lines, hls, {
     title = ' tether: approve? ',
-    focusable = false,
-    zindex = 150,
+    enter = false,
+    row = 1,
+    reserve = 12,
   })
   return ok and win or nil
 end

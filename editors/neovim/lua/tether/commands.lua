@@ -440,6 +440,21 @@ function impl.AgentCheck(p, bufnr)
   end)
 end
 
+function impl.AgentExplain(p, bufnr)
+  local explain = require('tether.explain')
+  local args, perr = explain.parse(p.args)
+  if not args then
+    return log().error(perr)
+  end
+  lsp().exec('tether.explain', args, { bufnr = bufnr }, function(e, res)
+    if e then
+      return log().error(e)
+    end
+    local lines, hls = explain.format(args.command, res)
+    require('tether.ui').info_float(lines, hls, ' tether explain ')
+  end)
+end
+
 function impl.AgentCancel(_, bufnr)
   lsp().exec('tether.cancel', {}, { bufnr = bufnr }, function(e, res)
     if e then
@@ -485,6 +500,21 @@ M.specs = {
   },
   AgentDiff = { nargs = '?', complete = complete_pending_ids, desc = 'Show a proposal in a diff tab' },
   AgentRun = { nargs = '+', complete = 'shellcmd', desc = 'Run a command through the tether gate' },
+  AgentExplain = {
+    nargs = '+',
+    complete = function(arglead, cmdline)
+      if cmdline:match('^%s*AgentExplain%s+%S*$') and vim.startswith('--mode', arglead) then
+        return { '--mode' }
+      end
+      if cmdline:match('%-%-mode%s+%S*$') then
+        return vim.tbl_filter(function(m)
+          return vim.startswith(m, arglead)
+        end, require('tether.explain').MODES)
+      end
+      return vim.fn.getcompletion(arglead, 'shellcmd')
+    end,
+    desc = 'Explain the policy decision on a command, layer by layer',
+  },
   AgentCancel = { nargs = 0, desc = 'Cancel the running agent turn or command' },
   AgentCheck = { nargs = '+', complete = 'shellcmd', desc = 'Would the tether policy allow this command?' },
 }

@@ -216,11 +216,14 @@ function M.scratch(name, lines, hls)
   return bufnr
 end
 
---- A float showing `lines`, answered with y (yes) or n/q/<Esc> (no). `on_answer(true|false)`.
---- Why a float with keys and not `vim.fn.confirm`: the list of files can be long, and the float
---- shows it scrollable and highlighted, next to the code.
+--- Fill a new scratch buffer with `lines` and their highlights, and open it in a float sized to
+--- fit. Shared by the confirmation, the approval question and `:AgentExplain`.
+---@param lines string[]
+---@param hls table[]
+---@param opts { title: string, enter: boolean, row?: integer, reserve?: integer }
+---   enter: focus the float; row: fixed top row (default centred); reserve: rows kept free below
 ---@return integer win, integer bufnr
-function M.confirm_float(lines, hls, on_answer)
+function M.open_float(lines, hls, opts)
   local bufnr = api.nvim_create_buf(false, true)
   api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
   for _, h in ipairs(hls) do
@@ -238,17 +241,28 @@ function M.confirm_float(lines, hls, on_answer)
     width = math.max(width, vim.fn.strdisplaywidth(l))
   end
   width = math.min(width + 2, math.max(vim.o.columns - 4, 20))
-  local height = math.min(#lines, math.max(vim.o.lines - 6, 3))
-  local win = api.nvim_open_win(bufnr, true, {
+  local height = math.min(#lines, math.max(vim.o.lines - (opts.reserve or 6), 3))
+  local win = api.nvim_open_win(bufnr, opts.enter, {
     relative = 'editor',
     width = width,
     height = height,
-    row = math.floor((vim.o.lines - height) / 2),
+    row = opts.row or math.floor((vim.o.lines - height) / 2),
     col = math.floor((vim.o.columns - width) / 2),
     style = 'minimal',
     border = require('tether.config').get().border,
-    title = ' tether ',
+    title = opts.title,
+    focusable = opts.enter,
+    zindex = (not opts.enter) and 150 or nil,
   })
+  return win, bufnr
+end
+
+--- A float showing `lines`, answered with y (yes) or n/q/<Esc> (no). `on_answer(true|false)`.
+--- Why a float with keys and not `vim.fn.confirm`: the list of files can be long, and the float
+--- shows it scrollable and highlighted, next to the code.
+---@return integer win, integer bufnr
+function M.confirm_float(lines, hls, on_answer)
+  local win, bufnr = M.open_float(lines, hls, { title = ' tether ', enter = true })
   local answered = false
   local function answer(yes)
     if answered then
@@ -276,6 +290,31 @@ function M.confirm_float(lines, hls, on_answer)
     callback = function()
       vim.schedule(function()
         answer(false)
+      end)
+    end,
+  })
+  return win, bufnr
+end
+
+--- A float to read (`:AgentExplain`): focused, closed with q or <Esc> or by leaving it.
+---@return integer win, integer bufnr
+function M.info_float(lines, hls, title)
+  local win, bufnr = M.open_float(lines, hls, { title = title, enter = true })
+  for _, key in ipairs({ 'q', '<Esc>' }) do
+    vim.keymap.set('n', key, function()
+      if api.nvim_win_is_valid(win) then
+        api.nvim_win_close(win, true)
+      end
+    end, { buffer = bufnr, nowait = true })
+  end
+  api.nvim_create_autocmd('WinLeave', {
+    buffer = bufnr,
+    once = true,
+    callback = function()
+      vim.schedule(function()
+        if api.nvim_win_is_valid(win) then
+          api.nvim_win_close(win, true)
+        end
       end)
     end,
   })
