@@ -99,6 +99,12 @@ local function wait_msg(text)
   return H.find_msg(seen, text)
 end
 
+H.test('the statusline shows the permissions the server reports on attach', function()
+  H.wait(function()
+    return require('tether').statusline({ plain = true }) == 'tether: none'
+  end, 'tether: none in the statusline, got ' .. vim.inspect(require('tether').statusline({ plain = true })))
+end)
+
 H.test('one client, for the workspace of the file (not for the cwd or the empty buffer)', function()
   local all = vim.lsp.get_clients({ name = 'tether' })
   H.eq(1, #all)
@@ -118,6 +124,8 @@ H.test(':AgentMode sets permissions on the server; bad input is refused before i
   vim.cmd('AgentMode read')
   wait_msg('permissions: read')
   H.eq('read', status().permissions)
+  H.eq('tether: read', require('tether').statusline({ plain = true }), 'the statusline follows')
+  H.eq('%#TetherStatus#tether: read%*', require('tether').statusline())
   local before = #seen
   vim.cmd('AgentMode bogus')
   local msg = seen[before + 1]
