@@ -32,13 +32,7 @@ M.MESSAGE_PROMPT = 'Tether: message to the model (optional, <Enter> for none): '
 
 local MAX_MESSAGE_CHARS = 4000
 
-local function present(v)
-  return v ~= nil and v ~= vim.NIL
-end
-
-local function one_line(s)
-  return (tostring(s or ''):gsub('[\r\n]+', ' '))
-end
+local present, one_line = require('tether.ui').present, require('tether.ui').one_line
 
 --- A word as a shell would need it written (display only).
 local function shell_word(word)

@@ -10,13 +10,7 @@ M.MODES = { 'read', 'command', 'workspace' }
 
 local VERDICT_GROUP = { allow = 'TetherOk', ask = 'TetherDenied', deny = 'TetherError' }
 
-local function present(v)
-  return v ~= nil and v ~= vim.NIL
-end
-
-local function one_line(s)
-  return (tostring(s or ''):gsub('[\r\n]+', ' '))
-end
+local present, one_line = require('tether.ui').present, require('tether.ui').one_line
 
 local function text_of(v)
   if type(v) == 'string' then

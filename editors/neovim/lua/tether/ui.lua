@@ -7,8 +7,16 @@ local M = {}
 local api = vim.api
 local ns = api.nvim_create_namespace('tether.ui')
 
+--- Text for one line of a buffer: newlines folded to spaces.
+---@return string
 local function one_line(s)
   return (tostring(s or ''):gsub('[\r\n]+', ' '))
+end
+M.one_line = one_line
+
+--- A JSON value that is there: not nil and not JSON null (`vim.NIL`).
+function M.present(v)
+  return v ~= nil and v ~= vim.NIL
 end
 
 --- Audit log entries (newest last, docs/audit-log.md) as lines.
@@ -257,14 +265,14 @@ function M.open_float(lines, hls, opts)
   return win, bufnr
 end
 
---- A float showing `lines`, answered with y (yes) or n/q/<Esc> (no). `on_answer(true|false)`.
---- Why a float with keys and not `vim.fn.confirm`: the list of files can be long, and the float
---- shows it scrollable and highlighted, next to the code.
+--- A focused float answered by keys: `answers` maps each key to the value `on_answer` receives;
+--- leaving the window answers `on_leave`. It answers once, and closes.
+---@param answers table<string, any>
 ---@return integer win, integer bufnr
-function M.confirm_float(lines, hls, on_answer)
-  local win, bufnr = M.open_float(lines, hls, { title = ' tether ', enter = true })
+local function keyed_float(lines, hls, title, answers, on_leave, on_answer)
+  local win, bufnr = M.open_float(lines, hls, { title = title, enter = true })
   local answered = false
-  local function answer(yes)
+  local function answer(value)
     if answered then
       return
     end
@@ -272,16 +280,11 @@ function M.confirm_float(lines, hls, on_answer)
     if api.nvim_win_is_valid(win) then
       api.nvim_win_close(win, true)
     end
-    on_answer(yes)
+    on_answer(value)
   end
-  for _, key in ipairs({ 'y', 'Y' }) do
+  for key, value in pairs(answers) do
     vim.keymap.set('n', key, function()
-      answer(true)
-    end, { buffer = bufnr, nowait = true })
-  end
-  for _, key in ipairs({ 'n', 'N', 'q', '<Esc>' }) do
-    vim.keymap.set('n', key, function()
-      answer(false)
+      answer(value)
     end, { buffer = bufnr, nowait = true })
   end
   api.nvim_create_autocmd('WinLeave', {
@@ -289,36 +292,26 @@ function M.confirm_float(lines, hls, on_answer)
     once = true,
     callback = function()
       vim.schedule(function()
-        answer(false)
+        answer(on_leave)
       end)
     end,
   })
   return win, bufnr
 end
 
+--- A float showing `lines`, answered with y (yes) or n/q/<Esc> (no). `on_answer(true|false)`.
+--- Why a float with keys and not `vim.fn.confirm`: the list of files can be long, and the float
+--- shows it scrollable and highlighted, next to the code.
+---@return integer win, integer bufnr
+function M.confirm_float(lines, hls, on_answer)
+  local keys = { y = true, Y = true, n = false, N = false, q = false, ['<Esc>'] = false }
+  return keyed_float(lines, hls, ' tether ', keys, false, on_answer)
+end
+
 --- A float to read (`:AgentExplain`): focused, closed with q or <Esc> or by leaving it.
 ---@return integer win, integer bufnr
 function M.info_float(lines, hls, title)
-  local win, bufnr = M.open_float(lines, hls, { title = title, enter = true })
-  for _, key in ipairs({ 'q', '<Esc>' }) do
-    vim.keymap.set('n', key, function()
-      if api.nvim_win_is_valid(win) then
-        api.nvim_win_close(win, true)
-      end
-    end, { buffer = bufnr, nowait = true })
-  end
-  api.nvim_create_autocmd('WinLeave', {
-    buffer = bufnr,
-    once = true,
-    callback = function()
-      vim.schedule(function()
-        if api.nvim_win_is_valid(win) then
-          api.nvim_win_close(win, true)
-        end
-      end)
-    end,
-  })
-  return win, bufnr
+  return keyed_float(lines, hls, title, { q = 'closed', ['<Esc>'] = 'closed' }, 'left', function() end)
 end
 
 return M
