@@ -112,6 +112,11 @@ H.test('Allow for this session: asked once, the next commit passes without a que
   H.eq({ 'fourth', 'third', 'from neovim', 'init' }, subjects())
 end)
 
+H.test('each answer is announced from its tether/event', function()
+  H.truthy(H.find_msg(seen, 'approval: allowed'), 'allowed announced')
+  H.truthy(H.find_msg(seen, 'approval: denied'), 'denied announced')
+end)
+
 H.test('no stray messages: approvals are not errors', function()
   for _, m in ipairs(seen) do
     H.truthy(m.level < vim.log.levels.ERROR, 'unexpected error: ' .. m.msg)

@@ -226,6 +226,14 @@ H.test('describe_event()', function()
     { lsp.describe_event({ tool = 'bash_command', state = 'dry_run' }) }
   )
   H.eq({ 'failed read_file', vim.log.levels.ERROR }, { lsp.describe_event({ tool = 'read_file', state = 'failed' }) })
+  H.eq({ 'approval: allowed', vim.log.levels.INFO }, { lsp.describe_event({ tool = 'approval', state = 'executed' }) })
+  H.eq({ 'approval: denied (no answer within 300 s: treated as deny)', vim.log.levels.WARN }, {
+    lsp.describe_event({
+      tool = 'approval',
+      state = 'denied',
+      decision = { reason = 'no answer within 300 s: treated as deny' },
+    }),
+  })
 end)
 
 -- Documentation drift: the defaults block in doc/tether.txt is the config's defaults, and every

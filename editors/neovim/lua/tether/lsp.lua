@@ -122,6 +122,14 @@ local EVENT_WORDS = {
 ---@return string text, integer level
 function M.describe_event(ev)
   local state = ev.state or '?'
+  -- An answered approval question is its own audited call (tool `approval`): say what was decided.
+  if ev.tool == 'approval' then
+    if state == 'denied' then
+      local why = type(ev.decision) == 'table' and type(ev.decision.reason) == 'string' and ev.decision.reason
+      return 'approval: denied' .. (why and (' (' .. why .. ')') or ''), vim.log.levels.WARN
+    end
+    return 'approval: allowed', vim.log.levels.INFO
+  end
   -- A dry run that produced a proposal is the usual way edits arrive: say so.
   if state == 'dry_run' and ev.proposalId then
     state = 'proposed'
