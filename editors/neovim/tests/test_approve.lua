@@ -275,4 +275,32 @@ H.test('$/cancelRequest from the server withdraws that client’s open questions
   end, 'cleanup')
 end)
 
+H.test('outside a coroutine the handler asks with a blocking inputlist (and input after Deny)', function()
+  local shown
+  local inputlist, input = vim.fn.inputlist, vim.fn.input
+  vim.fn.inputlist = function(items)
+    shown = items
+    return 2
+  end
+  local ok, result = pcall(approve.handler, nil, params(), { client_id = 1 })
+  vim.fn.inputlist = function()
+    return 4
+  end
+  vim.fn.input = function()
+    return ' not now '
+  end
+  local ok2, denied = pcall(approve.handler, nil, params(), { client_id = 1 })
+  vim.fn.inputlist = function()
+    return 0 -- <Esc>
+  end
+  local ok3, dismissed = pcall(approve.handler, nil, params(), { client_id = 1 })
+  vim.fn.inputlist, vim.fn.input = inputlist, input
+  H.truthy(ok and ok2 and ok3, tostring(result))
+  H.eq({ choice = 'allow_session' }, result)
+  H.eq({ choice = 'deny', message = 'not now' }, denied)
+  H.eq({ choice = 'deny' }, dismissed)
+  H.eq('2: Allow for this session', shown[#shown - 2])
+  H.truthy(vim.list_contains(shown, '  • git commit -m wip'), 'the question is in the list')
+end)
+
 H.finish()

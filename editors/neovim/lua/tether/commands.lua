@@ -86,8 +86,8 @@ function M.complete_mode(arglead)
   local out = {}
   for _, word in ipairs(require('tether.config').PERMISSION_WORDS) do
     -- After a comma: no `none` or `all`; after `all,` only the word `all` lacks (workspace).
-    local combinable = prefix == ''
-      or (word ~= 'none' and word ~= 'all' and (not used.all or not vim.list_contains({ 'read', 'write', 'command' }, word)))
+    local in_all = vim.list_contains({ 'read', 'write', 'command' }, word)
+    local combinable = prefix == '' or (word ~= 'none' and word ~= 'all' and not (used.all and in_all))
     if combinable and not used[word] and vim.startswith(word, last) then
       table.insert(out, prefix .. word)
     end
