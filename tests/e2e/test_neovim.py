@@ -95,7 +95,10 @@ def _run_lua(name: str, tmp_path: Path, extra_env: dict[str, str] | None = None)
     return output
 
 
-@pytest.mark.parametrize("name", [n for n in LUA_TESTS if n not in ("test_e2e.lua", "test_ask.lua")])
+SERVER_TESTS = ("test_e2e.lua", "test_ask.lua", "test_approve_e2e.lua")
+
+
+@pytest.mark.parametrize("name", [n for n in LUA_TESTS if n not in SERVER_TESTS])
 def test_plugin_without_server(name: str, tmp_path: Path) -> None:
     _run_lua(name, tmp_path)
 
@@ -105,6 +108,23 @@ def test_plugin_without_server(name: str, tmp_path: Path) -> None:
 def test_plugin_against_real_server(tmp_path: Path) -> None:
     output = _run_lua("test_e2e.lua", tmp_path)
     assert "ok   :AgentAccept on hunk 2 changes exactly those buffer lines" in output
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_approval_answered_in_neovim(tmp_path: Path) -> None:
+    """The gate asks, `tether/approve` reaches the plugin, and Allow once / Deny / session decide.
+
+    The server is the real `tether serve` plus one tool whose verdict is *ask*
+    (`_neovim_asking_server.py`): no built-in command asks until the policy's rules do.
+    """
+    env = {
+        "TETHER_PYTHON": sys.executable,
+        "TETHER_ASKING_SERVER": str(Path(__file__).parent / "_neovim_asking_server.py"),
+    }
+    output = _run_lua("test_approve_e2e.lua", tmp_path, env)
+    assert "ok   Allow once: the question is shown, the commit runs (state executed)" in output
+    assert "ok   Deny with a message: nothing runs" in output
 
 
 @pytest.mark.slow

@@ -27,5 +27,12 @@ return {
     ['tether/event'] = function(...)
       return require('tether.lsp').on_event(...)
     end,
+    -- A request: the handler's return value is the answer (it yields while the person decides).
+    ['tether/approve'] = function(...)
+      return require('tether.approve').handler(...)
+    end,
+    ['$/cancelRequest'] = function(...)
+      return require('tether.approve').on_cancel(...)
+    end,
   },
 }

@@ -24,7 +24,7 @@ local bad = {
   { { permissions = 42 }, '`permissions` should be string, not number' },
   {
     { permissions = 'rw' },
-    '`permissions` should be none, read, write, command, all, or a comma list like read,write, not "rw"',
+    '`permissions` should be none, read, write, command, workspace, all, or a comma list like read,write, not "rw"',
   },
   { { permissions = 'all,read' }, '`permissions` should be' },
   { { cmd = 'tether serve' }, '`cmd` should be table, not string' },
@@ -76,14 +76,19 @@ H.test('setup() twice replaces the options and leaves one set of autocommands', 
   local attach = vim.api.nvim_get_autocmds({ group = 'tether', event = 'LspAttach' })
   H.eq(1, #attach)
   H.eq({ 'tether', 'serve' }, vim.lsp.config.tether.cmd)
-  H.eq({ permissions = 'write' }, vim.lsp.config.tether.init_options)
+  H.eq({ permissions = 'write', approvals = true }, vim.lsp.config.tether.init_options)
   H.eq('function', type(vim.lsp.config.tether.root_dir), 'lsp/tether.lua is on the runtimepath')
   H.truthy(vim.lsp.config.tether.handlers['tether/event'], 'event handler registered')
+  H.truthy(vim.lsp.config.tether.handlers['tether/approve'], 'approval handler registered')
 end)
 
 H.test('init_options maps to the camelCase keys of docs/lsp.md', function()
   local cfg = config.build({ permissions = 'all', sandbox = 'bubblewrap', command_timeout = 30, model = 'm' })
-  H.eq({ permissions = 'all', sandbox = 'bubblewrap', commandTimeout = 30, model = 'm' }, config.init_options(cfg))
+  H.eq(
+    { permissions = 'all', approvals = true, sandbox = 'bubblewrap', commandTimeout = 30, model = 'm' },
+    config.init_options(cfg)
+  )
+  H.eq(false, config.init_options(config.build({ approvals = false })).approvals)
 end)
 
 local perms = {
@@ -91,7 +96,12 @@ local perms = {
   { 'READ', 'read' },
   { ' read , write ', 'read,write' },
   { 'read,read', 'read' },
-  { 'command,read,write', 'command,read,write' },
+  { 'command,read,write', 'all' },
+  { 'write,read', 'read,write' },
+  { 'workspace', 'workspace' },
+  { 'Workspace,command,read', 'read,command,workspace' },
+  { 'all,workspace', 'read,write,command,workspace' },
+  { 'read,write,command,workspace', 'read,write,command,workspace' },
   { 'all', 'all' },
 }
 for _, case in ipairs(perms) do
@@ -100,7 +110,18 @@ for _, case in ipairs(perms) do
   end)
 end
 
-for _, input in ipairs({ 'bogus', '', 'read,', 'read;write', 'none,read', 'read,all', 'write,exec' }) do
+for _, input in ipairs({
+  'bogus',
+  '',
+  'read,',
+  'read;write',
+  'none,read',
+  'read,all',
+  'write,exec',
+  'none,workspace',
+  'workspaces',
+  'work space',
+}) do
   H.test('parse_permissions rejects ' .. vim.inspect(input), function()
     local value, err = config.parse_permissions(input)
     H.eq(nil, value)
@@ -109,10 +130,13 @@ for _, input in ipairs({ 'bogus', '', 'read,', 'read;write', 'none,read', 'read,
 end
 
 H.test(':AgentMode completion, including after a comma', function()
-  H.eq({ 'none', 'read', 'write', 'command', 'all', 'read,write' }, commands.complete_mode(''))
+  H.eq({ 'none', 'read', 'write', 'command', 'workspace', 'all', 'read,write' }, commands.complete_mode(''))
   H.eq({ 'read' }, commands.complete_mode('r'))
-  H.eq({ 'read,write' }, commands.complete_mode('read,w'))
-  H.eq({ 'read,write', 'read,command' }, commands.complete_mode('read,'))
+  H.eq({ 'read,write', 'read,workspace' }, commands.complete_mode('read,w'))
+  H.eq({ 'read,write', 'read,command', 'read,workspace' }, commands.complete_mode('read,'))
+  H.eq({ 'read,command,workspace' }, commands.complete_mode('read,command,wo'))
+  H.eq({ 'all,workspace' }, commands.complete_mode('all,'), 'all combines only with workspace')
+  H.eq({ 'workspace' }, commands.complete_mode('wo'))
   H.eq({}, commands.complete_mode('read,n'), 'none does not combine')
 end)
 
@@ -202,6 +226,14 @@ H.test('describe_event()', function()
     { lsp.describe_event({ tool = 'bash_command', state = 'dry_run' }) }
   )
   H.eq({ 'failed read_file', vim.log.levels.ERROR }, { lsp.describe_event({ tool = 'read_file', state = 'failed' }) })
+  H.eq({ 'approval: allowed', vim.log.levels.INFO }, { lsp.describe_event({ tool = 'approval', state = 'executed' }) })
+  H.eq({ 'approval: denied (no answer within 300 s: treated as deny)', vim.log.levels.WARN }, {
+    lsp.describe_event({
+      tool = 'approval',
+      state = 'denied',
+      decision = { reason = 'no answer within 300 s: treated as deny' },
+    }),
+  })
 end)
 
 -- Documentation drift: the defaults block in doc/tether.txt is the config's defaults, and every

@@ -99,6 +99,12 @@ local function wait_msg(text)
   return H.find_msg(seen, text)
 end
 
+H.test('the statusline shows the permissions the server reports on attach', function()
+  H.wait(function()
+    return require('tether').statusline({ plain = true }) == 'tether: none'
+  end, 'tether: none in the statusline, got ' .. vim.inspect(require('tether').statusline({ plain = true })))
+end)
+
 H.test('one client, for the workspace of the file (not for the cwd or the empty buffer)', function()
   local all = vim.lsp.get_clients({ name = 'tether' })
   H.eq(1, #all)
@@ -111,19 +117,21 @@ H.test('buffer-local commands exist with completion', function()
   for name in pairs(require('tether.commands').specs) do
     H.truthy(local_cmds[name], name .. ' is buffer-local')
   end
-  H.eq({ 'read,write', 'read,command' }, vim.fn.getcompletion('AgentMode read,', 'cmdline'))
+  H.eq({ 'read,write', 'read,command', 'read,workspace' }, vim.fn.getcompletion('AgentMode read,', 'cmdline'))
 end)
 
 H.test(':AgentMode sets permissions on the server; bad input is refused before it', function()
   vim.cmd('AgentMode read')
   wait_msg('permissions: read')
   H.eq('read', status().permissions)
+  H.eq('tether: read', require('tether').statusline({ plain = true }), 'the statusline follows')
+  H.eq('%#TetherStatus#tether: read%*', require('tether').statusline())
   local before = #seen
   vim.cmd('AgentMode bogus')
   local msg = seen[before + 1]
   H.contains(
     msg.msg,
-    "tether: :AgentMode: unknown permission 'bogus' (expected none, read, write, command, all, or a comma list like read,write)"
+    "tether: :AgentMode: unknown permission 'bogus' (expected none, read, write, command, workspace, all, or a comma list like read,write)"
   )
   H.eq(vim.log.levels.ERROR, msg.level)
   H.eq('read', status().permissions, 'unchanged')

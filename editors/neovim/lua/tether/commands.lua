@@ -85,7 +85,9 @@ function M.complete_mode(arglead)
   end
   local out = {}
   for _, word in ipairs(require('tether.config').PERMISSION_WORDS) do
-    local combinable = prefix == '' or (word ~= 'none' and word ~= 'all')
+    -- After a comma: no `none` or `all`; after `all,` only the word `all` lacks (workspace).
+    local in_all = vim.list_contains({ 'read', 'write', 'command' }, word)
+    local combinable = prefix == '' or (word ~= 'none' and word ~= 'all' and not (used.all and in_all))
     if combinable and not used[word] and vim.startswith(word, last) then
       table.insert(out, prefix .. word)
     end
@@ -298,25 +300,45 @@ function impl.AgentLog(p, bufnr)
   end)
 end
 
+--- Report the permissions the server answered, and remember them for the statusline. Turning on
+--- `workspace` mode is a warning, with what it means, so it is never switched on unnoticed.
+local function report_permissions(client, res, changed)
+  require('tether.status').set(client.id, res)
+  local perms = tostring(res.permissions)
+  if require('tether.config').has_workspace(perms) then
+    local text = 'permissions: ' .. perms .. ' — ⚠ workspace mode: any program may run in the sandbox with the '
+      .. 'workspace writable (no network, protected paths read-only, checkpoint first)'
+    return log().notify(text, changed and vim.log.levels.WARN or vim.log.levels.INFO)
+  end
+  log().info('permissions: ' .. perms .. (res.readOnly == true and ' (read-only workspace)' or ''))
+end
+
 function impl.AgentMode(p, bufnr)
   local arg = vim.trim(p.args)
+  local perms, perr = nil, nil
+  if arg ~= '' then
+    perms, perr = require('tether.config').parse_permissions(arg)
+    if not perms then
+      return log().error(':AgentMode: ' .. perr)
+    end
+  end
+  local client, err = lsp().get_client(bufnr)
+  if not client then
+    return log().error(err)
+  end
   if arg == '' then
-    return lsp().exec('tether.status', {}, { bufnr = bufnr }, function(e, res)
+    return lsp().exec('tether.status', {}, { client = client, bufnr = bufnr }, function(e, res)
       if e then
         return log().error(e)
       end
-      log().info('permissions: ' .. tostring(res.permissions))
+      report_permissions(client, res, false)
     end)
   end
-  local perms, perr = require('tether.config').parse_permissions(arg)
-  if not perms then
-    return log().error(':AgentMode: ' .. perr)
-  end
-  lsp().exec('tether.setPermissions', { permissions = perms }, { bufnr = bufnr }, function(e, res)
+  lsp().exec('tether.setPermissions', { permissions = perms }, { client = client, bufnr = bufnr }, function(e, res)
     if e then
       return log().error(e)
     end
-    log().info('permissions: ' .. tostring(res.permissions))
+    report_permissions(client, res, true)
   end)
 end
 
@@ -418,6 +440,21 @@ function impl.AgentCheck(p, bufnr)
   end)
 end
 
+function impl.AgentExplain(p, bufnr)
+  local explain = require('tether.explain')
+  local args, perr = explain.parse(p.args)
+  if not args then
+    return log().error(perr)
+  end
+  lsp().exec('tether.explain', args, { bufnr = bufnr }, function(e, res)
+    if e then
+      return log().error(e)
+    end
+    local lines, hls = explain.format(args.command, res)
+    require('tether.ui').info_float(lines, hls, ' tether explain ')
+  end)
+end
+
 function impl.AgentCancel(_, bufnr)
   lsp().exec('tether.cancel', {}, { bufnr = bufnr }, function(e, res)
     if e then
@@ -463,6 +500,21 @@ M.specs = {
   },
   AgentDiff = { nargs = '?', complete = complete_pending_ids, desc = 'Show a proposal in a diff tab' },
   AgentRun = { nargs = '+', complete = 'shellcmd', desc = 'Run a command through the tether gate' },
+  AgentExplain = {
+    nargs = '+',
+    complete = function(arglead, cmdline)
+      if cmdline:match('^%s*AgentExplain%s+%S*$') and vim.startswith('--mode', arglead) then
+        return { '--mode' }
+      end
+      if cmdline:match('%-%-mode%s+%S*$') then
+        return vim.tbl_filter(function(m)
+          return vim.startswith(m, arglead)
+        end, require('tether.explain').MODES)
+      end
+      return vim.fn.getcompletion(arglead, 'shellcmd')
+    end,
+    desc = 'Explain the policy decision on a command, layer by layer',
+  },
   AgentCancel = { nargs = 0, desc = 'Cancel the running agent turn or command' },
   AgentCheck = { nargs = '+', complete = 'shellcmd', desc = 'Would the tether policy allow this command?' },
 }

@@ -4,40 +4,80 @@
 --- test (tests/test_config.lua) compares the two, so the help cannot drift from the code.
 local M = {}
 
-local PERMISSION_WORDS = { 'none', 'read', 'write', 'command', 'all' }
+local PERMISSION_WORDS = { 'none', 'read', 'write', 'command', 'workspace', 'all' }
 M.PERMISSION_WORDS = PERMISSION_WORDS
+
+--- The server's fixed order (docs/lsp.md, "Permissions, canonical spelling"); `all` is the first three.
+local CANONICAL_ORDER = { 'read', 'write', 'command', 'workspace' }
+local ALL = { 'read', 'write', 'command' }
+
+local EXPECTED = 'none, read, write, command, workspace, all, or a comma list like read,write'
+M.EXPECTED_PERMISSIONS = EXPECTED
 
 local LEVELS = { 'trace', 'debug', 'info', 'warn', 'error', 'off' }
 local SANDBOXES = { 'auto', 'bubblewrap', 'firejail', 'landlock', 'none' }
 
---- Split and check a permission spelling ("read,write", "all", "none").
+--- Split and check a permission spelling ("read,write", "all", "none", "read,command,workspace").
 --- Why here: both `setup({permissions=...})` and `:AgentMode` accept it, and both must reject
---- a typo before anything reaches the server.
+--- a typo before anything reaches the server. The answer is the server's canonical spelling
+--- (`none`, `all`, or the words in the order read,write,command,workspace), so what the statusline
+--- shows and what was typed compare equal.
 ---@param value string
 ---@return string? canonical, string? err
 function M.parse_permissions(value)
   if type(value) ~= 'string' or vim.trim(value) == '' then
-    return nil, 'expected one of none, read, write, command, all, or a comma list like read,write'
+    return nil, 'expected one of ' .. EXPECTED
   end
-  local seen, out = {}, {}
+  local seen, count = {}, 0
   for part in vim.gsplit(value, ',', { plain = true }) do
     local word = vim.trim(part):lower()
     if not vim.list_contains(PERMISSION_WORDS, word) then
-      return nil,
-        string.format(
-          "unknown permission '%s' (expected none, read, write, command, all, or a comma list like read,write)",
-          vim.trim(part)
-        )
+      return nil, string.format("unknown permission '%s' (expected %s)", vim.trim(part), EXPECTED)
     end
     if not seen[word] then
       seen[word] = true
+      count = count + 1
+    end
+  end
+  -- `none` means nothing, so it cannot sit next to anything; `all` is read,write,command and
+  -- combines only with the word it does not include (`all,workspace`).
+  if count > 1 and (seen.none or (seen.all and (seen.read or seen.write or seen.command))) then
+    return nil, "'none' cannot be combined with other permissions, nor 'all' with read, write or command"
+  end
+  if seen.none then
+    return 'none', nil
+  end
+  if seen.all then
+    for _, word in ipairs(ALL) do
+      seen[word] = true
+    end
+  end
+  local out = {}
+  for _, word in ipairs(CANONICAL_ORDER) do
+    if seen[word] then
       table.insert(out, word)
     end
   end
-  if #out > 1 and (seen.none or seen.all) then
-    return nil, "'none' and 'all' cannot be combined with other permissions"
+  if not seen.workspace and seen.read and seen.write and seen.command then
+    return 'all', nil
   end
   return table.concat(out, ','), nil
+end
+
+--- Whether a permission spelling (as the server answers it) includes `workspace` mode: any program
+--- may run in the sandbox with the workspace writable. Faces must make that visible.
+---@param perms string?
+---@return boolean
+function M.has_workspace(perms)
+  if type(perms) ~= 'string' then
+    return false
+  end
+  for part in vim.gsplit(perms, ',', { plain = true }) do
+    if vim.trim(part):lower() == 'workspace' then
+      return true
+    end
+  end
+  return false
 end
 
 ---@class tether.SchemaField
@@ -68,7 +108,7 @@ M.schema = {
     default = 'none',
     check = function(v)
       local _, err = M.parse_permissions(v)
-      return err and 'none, read, write, command, all, or a comma list like read,write' or nil
+      return err and EXPECTED or nil
     end,
     description = 'Permissions the session starts with (`:AgentMode` changes them).',
   },
@@ -136,6 +176,12 @@ M.schema = {
     type = 'string',
     default = 'rounded',
     description = 'Border of floating windows (see `:h nvim_open_win()`).',
+  },
+  approvals = {
+    type = 'boolean',
+    default = true,
+    description = 'Answer approval questions in Neovim (`tether/approve`); false leaves them to '
+      .. "Neovim's `window/showMessageRequest`.",
   },
   log_level = {
     type = 'string',
@@ -215,7 +261,7 @@ end
 ---@param cfg table
 ---@return table
 function M.init_options(cfg)
-  local out = { permissions = cfg.permissions }
+  local out = { permissions = cfg.permissions, approvals = cfg.approvals }
   if cfg.sandbox ~= nil then
     out.sandbox = cfg.sandbox
   end

@@ -17,6 +17,34 @@ local function run(cmd)
   return vim.trim(obj.stdout), nil
 end
 
+--- The `workspace` mode line: a warning while it is on (any program may run in the sandbox with
+--- the workspace writable), so a user checking their setup sees it.
+---@param status table? the server's `tether.status` result, nil without a client
+---@param configured string the `permissions` option
+function M.report_mode(status, configured)
+  local has_workspace = require('tether.config').has_workspace
+  if status and status.readOnly == true then
+    health.info('read-only workspace (untrusted): no permissions; :AgentMode is refused')
+  elseif status and has_workspace(status.permissions) then
+    health.warn(
+      string.format(
+        '⚠ workspace mode is on (permissions %s): any program may run in the sandbox with the workspace '
+          .. 'writable, no network, protected paths read-only, after a checkpoint',
+        tostring(status.permissions)
+      ),
+      { ':AgentMode read,command returns to the allowlist (:h tether-workspace-mode)' }
+    )
+  elseif not status and has_workspace(configured) then
+    health.info(
+      string.format(
+        'configured permissions %s include workspace mode: any program may run in the sandbox with the '
+          .. 'workspace writable once a client starts',
+        configured
+      )
+    )
+  end
+end
+
 function M.check()
   local config = require('tether.config').get()
   health.start('tether')
@@ -66,6 +94,7 @@ function M.check()
   else
     health.info("no tether client running (vim.lsp.enable('tether') and open a file in a git workspace)")
   end
+  M.report_mode(status, config.permissions)
 
   if status then
     local sandbox = tostring(status.sandbox)

@@ -63,6 +63,14 @@ function M.setup(opts)
   end
 end
 
+--- The statusline component: the session's permissions, `⚠ workspace` highlighted when that mode
+--- is on (`:h tether-statusline`). `opts.plain` gives the text without highlight codes.
+---@param opts? { plain?: boolean }
+---@return string
+function M.statusline(opts)
+  return require('tether.status').statusline(opts)
+end
+
 --- Neovim 0.10 has no `vim.lsp.enable`: start the server per file buffer with `vim.lsp.start`,
 --- using the same `lsp/tether.lua` config (root: the enclosing git repository).
 function M.autostart_010()

@@ -122,6 +122,14 @@ local EVENT_WORDS = {
 ---@return string text, integer level
 function M.describe_event(ev)
   local state = ev.state or '?'
+  -- An answered approval question is its own audited call (tool `approval`): say what was decided.
+  if ev.tool == 'approval' then
+    if state == 'denied' then
+      local why = type(ev.decision) == 'table' and type(ev.decision.reason) == 'string' and ev.decision.reason
+      return 'approval: denied' .. (why and (' (' .. why .. ')') or ''), vim.log.levels.WARN
+    end
+    return 'approval: allowed', vim.log.levels.INFO
+  end
   -- A dry run that produced a proposal is the usual way edits arrive: say so.
   if state == 'dry_run' and ev.proposalId then
     state = 'proposed'
@@ -165,8 +173,16 @@ function M.on_attach(client, bufnr)
   if client.handlers and client.handlers['tether/event'] == nil then
     client.handlers['tether/event'] = M.on_event
   end
+  -- A client started from a config of the user's own (not lsp/tether.lua) still answers approvals.
+  if client.handlers and client.handlers['tether/approve'] == nil then
+    client.handlers['tether/approve'] = require('tether.approve').handler
+    client.handlers['$/cancelRequest'] = require('tether.approve').on_cancel
+  end
   require('tether.commands').attach_buffer(bufnr)
   require('tether.preview').refresh(client)
+  if require('tether.status').by_client[client.id] == nil then
+    require('tether.status').refresh(client)
+  end
 end
 
 --- `LspProgress` for the tether client → vim.notify (begin and end only: reports are too chatty).

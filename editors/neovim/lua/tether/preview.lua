@@ -31,6 +31,8 @@ function M.define_highlights()
     TetherError = 'DiagnosticError',
     TetherTool = 'Function',
     TetherTime = 'Comment',
+    TetherStatus = 'StatusLine',
+    TetherWorkspace = 'WarningMsg',
   }
   for group, target in pairs(links) do
     api.nvim_set_hl(0, group, { link = target, default = true })

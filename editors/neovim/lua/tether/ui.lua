@@ -7,8 +7,16 @@ local M = {}
 local api = vim.api
 local ns = api.nvim_create_namespace('tether.ui')
 
+--- Text for one line of a buffer: newlines folded to spaces.
+---@return string
 local function one_line(s)
   return (tostring(s or ''):gsub('[\r\n]+', ' '))
+end
+M.one_line = one_line
+
+--- A JSON value that is there: not nil and not JSON null (`vim.NIL`).
+function M.present(v)
+  return v ~= nil and v ~= vim.NIL
 end
 
 --- Audit log entries (newest last, docs/audit-log.md) as lines.
@@ -216,11 +224,14 @@ function M.scratch(name, lines, hls)
   return bufnr
 end
 
---- A float showing `lines`, answered with y (yes) or n/q/<Esc> (no). `on_answer(true|false)`.
---- Why a float with keys and not `vim.fn.confirm`: the list of files can be long, and the float
---- shows it scrollable and highlighted, next to the code.
+--- Fill a new scratch buffer with `lines` and their highlights, and open it in a float sized to
+--- fit. Shared by the confirmation, the approval question and `:AgentExplain`.
+---@param lines string[]
+---@param hls table[]
+---@param opts { title: string, enter: boolean, row?: integer, reserve?: integer }
+---   enter: focus the float; row: fixed top row (default centred); reserve: rows kept free below
 ---@return integer win, integer bufnr
-function M.confirm_float(lines, hls, on_answer)
+function M.open_float(lines, hls, opts)
   local bufnr = api.nvim_create_buf(false, true)
   api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
   for _, h in ipairs(hls) do
@@ -238,19 +249,30 @@ function M.confirm_float(lines, hls, on_answer)
     width = math.max(width, vim.fn.strdisplaywidth(l))
   end
   width = math.min(width + 2, math.max(vim.o.columns - 4, 20))
-  local height = math.min(#lines, math.max(vim.o.lines - 6, 3))
-  local win = api.nvim_open_win(bufnr, true, {
+  local height = math.min(#lines, math.max(vim.o.lines - (opts.reserve or 6), 3))
+  local win = api.nvim_open_win(bufnr, opts.enter, {
     relative = 'editor',
     width = width,
     height = height,
-    row = math.floor((vim.o.lines - height) / 2),
+    row = opts.row or math.floor((vim.o.lines - height) / 2),
     col = math.floor((vim.o.columns - width) / 2),
     style = 'minimal',
     border = require('tether.config').get().border,
-    title = ' tether ',
+    title = opts.title,
+    focusable = opts.enter,
+    zindex = (not opts.enter) and 150 or nil,
   })
+  return win, bufnr
+end
+
+--- A focused float answered by keys: `answers` maps each key to the value `on_answer` receives;
+--- leaving the window answers `on_leave`. It answers once, and closes.
+---@param answers table<string, any>
+---@return integer win, integer bufnr
+local function keyed_float(lines, hls, title, answers, on_leave, on_answer)
+  local win, bufnr = M.open_float(lines, hls, { title = title, enter = true })
   local answered = false
-  local function answer(yes)
+  local function answer(value)
     if answered then
       return
     end
@@ -258,16 +280,11 @@ function M.confirm_float(lines, hls, on_answer)
     if api.nvim_win_is_valid(win) then
       api.nvim_win_close(win, true)
     end
-    on_answer(yes)
+    on_answer(value)
   end
-  for _, key in ipairs({ 'y', 'Y' }) do
+  for key, value in pairs(answers) do
     vim.keymap.set('n', key, function()
-      answer(true)
-    end, { buffer = bufnr, nowait = true })
-  end
-  for _, key in ipairs({ 'n', 'N', 'q', '<Esc>' }) do
-    vim.keymap.set('n', key, function()
-      answer(false)
+      answer(value)
     end, { buffer = bufnr, nowait = true })
   end
   api.nvim_create_autocmd('WinLeave', {
@@ -275,11 +292,26 @@ function M.confirm_float(lines, hls, on_answer)
     once = true,
     callback = function()
       vim.schedule(function()
-        answer(false)
+        answer(on_leave)
       end)
     end,
   })
   return win, bufnr
+end
+
+--- A float showing `lines`, answered with y (yes) or n/q/<Esc> (no). `on_answer(true|false)`.
+--- Why a float with keys and not `vim.fn.confirm`: the list of files can be long, and the float
+--- shows it scrollable and highlighted, next to the code.
+---@return integer win, integer bufnr
+function M.confirm_float(lines, hls, on_answer)
+  local keys = { y = true, Y = true, n = false, N = false, q = false, ['<Esc>'] = false }
+  return keyed_float(lines, hls, ' tether ', keys, false, on_answer)
+end
+
+--- A float to read (`:AgentExplain`): focused, closed with q or <Esc> or by leaving it.
+---@return integer win, integer bufnr
+function M.info_float(lines, hls, title)
+  return keyed_float(lines, hls, title, { q = 'closed', ['<Esc>'] = 'closed' }, 'left', function() end)
 end
 
 return M
