@@ -9,10 +9,13 @@ applying the edits to its buffer. Every server runs with its own XDG dirs and no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +126,8 @@ class Editor:
         self.edits: list[types.ApplyWorkspaceEditParams] = []
         self.refuse = False
         self.events: list[Any] = []
+        self.turn_updates: list[Any] = []
+        """`tether/turn` notifications (clients that declared `chat`), in arrival order."""
         self.lens_refreshes = 0
 
         def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
@@ -134,9 +139,13 @@ class Editor:
         def tether_event(params: Any) -> None:
             self.events.append(params)
 
+        def turn_update(params: Any) -> None:
+            self.turn_updates.append(params)
+
         client.feature(types.WORKSPACE_APPLY_EDIT)(apply_edit)
         client.feature(types.WORKSPACE_CODE_LENS_REFRESH)(lens_refresh)
         client.feature("tether/event")(tether_event)
+        client.feature("tether/turn")(turn_update)
 
     def uri(self, rel: str) -> str:
         return (self.workspace / rel).as_uri()
@@ -288,3 +297,29 @@ async def stop_editor(editor: Editor) -> None:
         await editor.client.shutdown_session()
     finally:
         await editor.client.stop()
+
+
+@contextlib.asynccontextmanager
+async def fake_api_server(tmp_path: Path, script: dict[str, Any]) -> AsyncIterator[str]:
+    """The project's offline Messages-API server (`tether fake-api`) playing `script`; yields its URL."""
+    path = tmp_path / f"script-{script.get('name', 'test')}.json"
+    path.write_text(json.dumps(script), encoding="utf-8")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tether",
+        "fake-api",
+        "--script",
+        str(path),
+        "--port",
+        "0",
+        "--quiet",
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        line = (await process.stdout.readline()).decode()
+        yield next(word for word in line.split() if word.startswith("http://"))
+    finally:
+        process.terminate()
+        await process.wait()

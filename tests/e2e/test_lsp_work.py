@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from _lsp_support import Editor, capabilities, start_editor, stop_editor
+from _lsp_support import Editor, capabilities, fake_api_server, start_editor, stop_editor
 from lsprotocol import types
 
 pytestmark = pytest.mark.e2e
@@ -147,27 +144,8 @@ SCRIPT = {
 
 @pytest.fixture
 async def fake_api(tmp_path: Path) -> AsyncIterator[str]:
-    """The project's offline Messages-API server (`tether fake-api`) playing a scripted session."""
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT), encoding="utf-8")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tether",
-        "fake-api",
-        "--script",
-        str(script),
-        "--port",
-        "0",
-        "--quiet",
-        stdout=subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    line = (await process.stdout.readline()).decode()
-    url = next(word for word in line.split() if word.startswith("http://"))
-    yield url
-    process.terminate()
-    await process.wait()
+    async with fake_api_server(tmp_path, SCRIPT) as url:
+        yield url
 
 
 async def test_ask_runs_an_agent_turn_through_the_gate(tmp_path: Path, fake_api: str) -> None:

@@ -160,6 +160,56 @@ class Conversation:
                 out.append(json.loads(line))
         return out
 
+    def summary(self) -> dict[str, Any]:
+        """One line of a conversation list: what a chat view shows to pick one to resume."""
+        turns = self.meta.get("turns") or []
+        last = turns[-1] if turns and isinstance(turns[-1], dict) else {}
+        return {
+            "id": self.id,
+            "title": _title(self.messages),
+            "created": self.meta.get("created"),
+            "updated": last.get("ended") or last.get("started") or self.meta.get("created"),
+            "model": self.meta.get("model"),
+            "turns": len(turns),
+            "cost": self.stats.cost,
+        }
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """The conversation as a chat shows it: the person's prompts, the answers, the tool calls.
+
+        Tool results are matched to their calls; the texts Tether itself added to a prompt (the
+        outcome of earlier proposals) stay with the prompt they were sent with.
+        """
+        entries: list[dict[str, Any]] = []
+        calls: dict[str, dict[str, Any]] = {}
+        for message in self.messages:
+            blocks = _blocks(message)
+            text = "\n\n".join(t.strip() for t in _texts(blocks) if t.strip())
+            if message.get("role") == "assistant":
+                if text:
+                    entries.append({"role": "assistant", "text": text})
+                for block in blocks:
+                    if isinstance(block, dict) and block.get("type") == "tool_use":
+                        call_id = str(block.get("id"))
+                        call: dict[str, Any] = {
+                            "role": "tool",
+                            "id": call_id,
+                            "name": str(block.get("name")),
+                            "input": block.get("input"),
+                        }
+                        calls[call_id] = call
+                        entries.append(call)
+                continue
+            for block in blocks:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    answered = calls.get(str(block.get("tool_use_id")))
+                    if answered is not None:
+                        answered["output"] = _result_text(block.get("content"))
+                        answered["isError"] = bool(block.get("is_error"))
+            if text:
+                entries.append({"role": "user", "text": text})
+        return entries
+
     def stamps(self) -> list[str]:
         """Stamps of the saved responses, oldest first."""
         return sorted(p.name[: -len("-response.json")] for p in self.path.glob("*-response.json"))
@@ -188,6 +238,38 @@ class Conversation:
             stamp = matches[0]
         data = json.loads((self.path / f"{stamp}-response.json").read_text(encoding="utf-8"))
         return stamp, data
+
+
+def _title(messages: list[dict[str, Any]], limit: int = 80) -> str:
+    """The first prompt's first line, shortened: how people recognise a conversation."""
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        for text in reversed(_texts(_blocks(message))):  # the prompt is the message's last text
+            if text.strip():
+                line = text.strip().splitlines()[0]
+                return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+def _blocks(message: dict[str, Any]) -> list[Any]:
+    """A message's content as blocks (the API also accepts a plain string)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
+
+
+def _texts(blocks: list[Any]) -> list[str]:
+    return [str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
 
 
 class ConversationStore:

@@ -51,7 +51,7 @@ Keep changes small, run the tests when you change code, and finish with a short 
 class AgentEvent:
     """What the faces show while a turn runs (terminal renderer, LSP progress)."""
 
-    kind: str  # text thinking request response tool_start tool_result retry restart notice stopped
+    kind: str  # started text thinking request response tool_start tool_result retry restart notice stopped
     text: str = ""
     data: dict[str, Any] = field(default_factory=dict)
 
@@ -191,6 +191,7 @@ class Agent:
             )
         turn = _Turn(conversation)
         conversation.meta.setdefault("turns", []).append({"started": iso_now()})
+        self._emit("started", prompt, conversation_id=conversation.id)
         await self._open_turn(conversation, prompt)
         try:
             await self._run(turn, price, cancel)

@@ -97,7 +97,10 @@ class ModelResponse:
 
     @property
     def text(self) -> str:
-        return "".join(str(b.get("text", "")) for b in self.content if b.get("type") == "text")
+        """The answer's text blocks, a blank line between them: glued, two blocks read as one
+        sentence ("…a float.I proposed…")."""
+        blocks = (str(b.get("text", "")) for b in self.content if b.get("type") == "text")
+        return "\n\n".join(block.strip() for block in blocks if block.strip())
 
     def to_json(self) -> dict[str, Any]:
         return {

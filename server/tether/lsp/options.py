@@ -32,6 +32,7 @@ KNOWN_KEYS = (
     "apiKey",
     "readOnly",
     "approvals",
+    "chat",
 )
 
 
@@ -55,6 +56,8 @@ class InitOptions:
     """The editor's workspace is untrusted: no permissions, and nothing may change files."""
     approvals: bool = False
     """The client answers `tether/approve` requests (else questions go through showMessageRequest)."""
+    chat: bool = False
+    """The client shows agent turns as they run: it receives `tether/turn` notifications."""
 
     def overrides(self) -> FaceOverrides:
         """These options as the session's face overrides (`tether.core.session`)."""
@@ -162,6 +165,7 @@ _PARSERS = {
     "apiKey": _api_key,
     "readOnly": _boolean,
     "approvals": _boolean,
+    "chat": _boolean,
 }
 _FIELDS = {
     "permissions": "permissions",
@@ -172,4 +176,5 @@ _FIELDS = {
     "apiKey": "api_key",
     "readOnly": "read_only",
     "approvals": "approvals",
+    "chat": "chat",
 }

@@ -59,6 +59,8 @@ class TetherServer(LanguageServer):
         """Serialises accept/reject/rollback: each one plans against the text the previous one left."""
         self.cancel_events: set[threading.Event] = set()
         """One event per running gate call or agent turn; `tether.cancel` sets them all."""
+        self.turns: dict[str, threading.Event] = {}
+        """Running agent turns by `turnId`: `tether.cancel {turnId}` stops one of them."""
         self._session: Session | None = None
         self._session_lock = threading.Lock()
 

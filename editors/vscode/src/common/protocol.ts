@@ -21,6 +21,8 @@ export const SERVER_COMMANDS = [
   "tether.setPermissions",
   "tether.checkCommand",
   "tether.cancel",
+  "tether.conversations",
+  "tether.conversation",
 ] as const;
 export type ServerCommand = (typeof SERVER_COMMANDS)[number];
 

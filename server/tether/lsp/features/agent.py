@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tether.lsp.features.chat import TurnStream
     from tether.lsp.features.progress import Reporter
     from tether.lsp.server import TetherServer
 
@@ -16,14 +17,23 @@ REPORTED = {"tool_start", "tool_result", "retry", "notice", "stopped"}
 
 
 async def run_agent_turn(
-    server: TetherServer, prompt: str, conversation_id: str | None, progress: Reporter
+    server: TetherServer,
+    prompt: str,
+    conversation_id: str | None,
+    progress: Reporter,
+    stream: TurnStream | None = None,
 ) -> dict[str, Any]:
-    """Run the turn to its end (answer, max cost, cancel); AgentError when no model is set up."""
+    """Run the turn to its end (answer, max cost, cancel); AgentError when no model is set up.
+
+    `stream`, for clients with a chat view, gets every event as it happens (`tether/turn`).
+    """
     from tether.agent import AgentEvent, create_agent
 
     gate = server.gate()
 
     def on_event(event: AgentEvent) -> None:
+        if stream is not None:
+            stream.on_event(event)
         if event.kind in REPORTED:
             progress.report(f"{event.kind.replace('_', ' ')}: {event.text}" if event.text else event.kind)
 

@@ -18,6 +18,7 @@ from tether import __version__
 from tether.errors import TetherError
 from tether.lsp.errors import ParamsError, request_failed, to_jsonrpc
 from tether.lsp.features.apply import follow_disk_changes, open_buffer_states
+from tether.lsp.features.chat import TurnStream, new_turn_id
 from tether.lsp.features.progress import cancel_all, work_progress
 from tether.lsp.params import Args, one_object
 from tether.lsp.server import TetherServer
@@ -95,15 +96,28 @@ async def ask(ls: TetherServer, args: Args) -> dict[str, Any]:
 
     prompt = args.required_string("prompt", max_chars=MAX_PROMPT_CHARS)
     conversation_id = args.string("conversationId", max_chars=200)
+    turn_id = args.string("turnId", max_chars=100) or new_turn_id()
     args.done()
+    if turn_id in ls.turns:
+        raise ParamsError(f"tether.ask: turn {turn_id!r} is already running; choose another turnId")
     gate = await _gate(ls)
+    stream = TurnStream(ls, turn_id, conversation_id) if ls.options.chat else None
     before = await ls.run_blocking(open_buffer_states, ls, gate.workspace)
     try:
         async with work_progress(ls, "Tether: agent turn") as progress:
-            result = await run_agent_turn(ls, prompt, conversation_id, progress)
+            ls.turns[turn_id] = progress.cancel
+            try:
+                result = await run_agent_turn(ls, prompt, conversation_id, progress, stream)
+            except Exception as exc:
+                if stream is not None:  # the view must not wait for a turn that will never stop
+                    stream.send("stopped", stopReason="error", message=str(exc))
+                raise
+            finally:
+                ls.turns.pop(turn_id, None)
     finally:
         updated = await ls.run_blocking(follow_disk_changes, ls, gate.workspace, before)
     result["buffersUpdated"] = updated
+    result["turnId"] = turn_id
     await _refresh_previews(ls)
     return result
 
@@ -312,8 +326,40 @@ async def check_command(ls: TetherServer, args: Args) -> dict[str, Any]:
 
 @command("tether.cancel")
 async def cancel(ls: TetherServer, args: Args) -> dict[str, Any]:
+    turn_id = args.string("turnId", max_chars=100)
     args.done()
-    return {"cancelled": cancel_all(ls)}
+    if turn_id is None:
+        return {"cancelled": cancel_all(ls)}
+    event = ls.turns.get(turn_id)
+    if event is not None:
+        event.set()
+    return {"cancelled": event is not None}
+
+
+@command("tether.conversations")
+async def conversations(ls: TetherServer, args: Args) -> dict[str, Any]:
+    from tether.agent import ConversationStore
+
+    args.done()
+    gate = await _gate(ls)
+    store = ConversationStore(gate.workspace)
+
+    def listing() -> dict[str, Any]:
+        found = sorted((c.summary() for c in store.list()), key=lambda c: str(c["updated"]), reverse=True)
+        return {"conversations": found, "latest": store.latest_id()}
+
+    return await ls.run_blocking(listing)
+
+
+@command("tether.conversation")
+async def conversation(ls: TetherServer, args: Args) -> dict[str, Any]:
+    from tether.agent import ConversationStore
+
+    conversation_id = args.required_string("id", max_chars=200)
+    args.done()
+    gate = await _gate(ls)
+    found = await ls.run_blocking(ConversationStore(gate.workspace).open, conversation_id)
+    return {**found.summary(), "entries": found.transcript()}
 
 
 # --- registration ------------------------------------------------------------------------------
