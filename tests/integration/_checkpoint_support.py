@@ -136,9 +136,13 @@ def user_git_state(repo: Path) -> dict[str, object]:
 
 
 def tether(ws: Path, *args: str, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """`tether ARGS --workspace WS` as a process, with its own config/state dirs and no API key."""
+    """`tether ARGS --workspace WS` as a process, with its own config/state dirs and no API key.
+
+    The user config is `home/config/tether/config.toml`, the managed one `home/managed.toml`.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
     env.update({"XDG_STATE_HOME": str(home / "state"), "XDG_CONFIG_HOME": str(home / "config")})
+    env["TETHER_MANAGED_CONFIG"] = str(home / "managed.toml")  # the machine's /etc/tether stays out
     return subprocess.run(
         [sys.executable, "-m", "tether", *args, "--workspace", str(ws)],
         input=stdin,

@@ -153,3 +153,75 @@ def test_the_question_carries_the_sandbox_and_the_timeout(tmp_path: Path) -> Non
     assert request.sandbox["network"] == "none"
     assert request.sandbox["writable"] == [str(tmp_path.resolve())]
     assert request.timeout == EffectiveConfig().approvals.timeout
+
+
+# --- "Always allow": a rule in the user config, with its comments kept -----------------------------
+
+
+def _session_with_user_config(tmp_path: Path, approver: Any, user_config: Path) -> Session:
+    workspace = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    return open_session(
+        workspace,
+        FaceOverrides(permissions="command"),
+        user_path=user_config,
+        approver=approver,
+        tools=[MarkerTool()],
+    )
+
+
+def test_always_allow_shows_the_rule_and_file_then_writes_it_keeping_the_users_comments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_MANAGED_CONFIG", str(tmp_path / "no-managed.toml"))
+    user_config = tmp_path / "config.toml"
+    original = '# my settings — keep this comment\n[agent]\nmodel = "claude-x"  # pinned\n'
+    user_config.write_text(original, encoding="utf-8")
+    approver = Recorder(ApprovalAnswer("allow_always"))
+    session = _session_with_user_config(tmp_path, approver, user_config)
+    result = session.gate.call("touch_marker", {"name": "a"})
+    assert result.state == "executed"
+    [asked] = approver.asked
+    assert asked.always is not None
+    assert asked.always.file == str(user_config)
+    assert 'pattern = ["git", "commit"]' in asked.always.toml
+    written = user_config.read_text(encoding="utf-8")
+    assert written.startswith(original)  # the person's file, byte for byte, then the rule
+    assert written[len(original) :].strip() == asked.always.toml.strip()
+    approval = next(e for e in session.gate.log() if e["tool"] == "approval")
+    assert approval["result"]["rulesWritten"] == ["git commit"]
+    assert approval["result"]["rulesFile"] == str(user_config)
+    # A new session loads the rule: its example holds, its source is the user config's line.
+    again = _session_with_user_config(tmp_path, None, user_config)
+    [rule] = again.config.policy.rules
+    assert rule.decision == "allow"
+    assert str(rule.source) == f"{user_config}:5"
+    # Answering "Always allow" again for the same command writes nothing twice.
+    _session_with_user_config(tmp_path, Recorder(ApprovalAnswer("allow_always")), user_config).gate.call(
+        "touch_marker", {"name": "b"}
+    )
+    assert user_config.read_text(encoding="utf-8") == written
+
+
+def test_always_allow_into_a_broken_config_changes_nothing_and_still_allows_this_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TETHER_MANAGED_CONFIG", str(tmp_path / "no-managed.toml"))
+    user_config = tmp_path / "config.toml"
+    session = _session_with_user_config(tmp_path, Recorder(ApprovalAnswer("allow_always")), user_config)
+    broken = "rules = 3\n"
+    user_config.write_text(broken, encoding="utf-8")  # broken after the session started
+    result = session.gate.call("touch_marker", {"name": "a"})
+    assert result.state == "executed"
+    assert user_config.read_text(encoding="utf-8") == broken
+    approval = next(e for e in session.gate.log() if e["tool"] == "approval")
+    assert "not a list" in approval["result"]["rulesError"]
+
+
+def test_sessions_without_a_user_config_offer_no_rule(tmp_path: Path) -> None:
+    approver = Recorder(ApprovalAnswer("allow_always"))
+    session = _session(tmp_path, approver)
+    assert session.gate.call("touch_marker", {"name": "a"}).state == "executed"
+    assert approver.asked[0].always is None
+    assert session.gate.call("touch_marker", {"name": "b"}).state == "executed"  # for this session
+    assert len(approver.asked) == 1

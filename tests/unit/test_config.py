@@ -185,6 +185,7 @@ SAMPLES: dict[str, object] = {
     "transforms": [{"match": "pytest", "append": "-p evil"}],
     "permissions": "all",
     "timeout_seconds": 10,
+    "rules": [{"pattern": ["curl"], "decision": "allow", "match": ["curl -s x"]}],
 }
 
 
@@ -203,6 +204,10 @@ def test_every_declared_key_obeys_its_trust_rule_from_the_project(key: core_conf
         assert from_project == replace(default, warnings=from_project.warnings)
         assert any(f"`{key.dotted}` is ignored" in w for w in from_project.warnings)
         assert user_set != default  # the user config really sets it
+    elif key.trust == "strict_rules":  # only ask and deny rules from the project; the allow is dropped
+        assert from_project == replace(default, warnings=from_project.warnings)
+        assert any("the allow rule `curl` is ignored" in w for w in from_project.warnings)
+        assert user_set != default
     else:
         assert from_project.warnings == ()
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from tether.core.policy.ruleset import subcommand_prefix
+
 Choice = Literal["allow_once", "allow_session", "allow_always", "deny"]
 CHOICES: tuple[Choice, ...] = get_args(Choice)
 
@@ -53,16 +55,9 @@ class ApprovalNeed:
 
 
 def session_pattern(argv: Sequence[str]) -> tuple[str, ...]:
-    """The argument prefix "Allow for this session" allows: the program and its subcommand.
-
-    `git commit -m wip` → `git commit`: later commits with other messages pass, `git push` still
-    asks. A first argument that is an option or a path is not a subcommand (`./build.sh --fast` →
-    `./build.sh`).
-    """
-    words = tuple(argv)
-    if len(words) >= 2 and words[1] and not words[1].startswith("-") and "/" not in words[1]:
-        return words[:2]
-    return words[:1]
+    """The argument prefix "Allow for this session" allows: the program and its subcommand
+    (`git commit -m wip` → `git commit`), the same prefix "Always allow" writes as a rule."""
+    return subcommand_prefix(argv)
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """Configuration: the user config and `.tether/config.toml`, validated and merged.
 
-Why two files with different powers: the workspace is what the agent edits and what a hostile
+Why layers with different powers: the workspace is what the agent edits and what a hostile
 repository controls. A repository must never be able to allow commands for its own agent, choose the
 sandbox, add hooks or point the model client elsewhere. So the user config (platformdirs, e.g.
 `~/.config/tether/config.toml`) may set everything, and the project config may only *narrow*: add
 deny rules and protected paths, lower limits, turn checkpoints' exclusions on. Keys that would widen
-are ignored with a warning the user sees, never silently applied.
+are ignored with a warning the user sees, never silently applied. An administrator's managed file
+(`managed_config_path()`) is read after the user config and overrides it.
 
 Keys follow the seed's `tool_safety` block where they overlap (`git_enabled`, `command_whitelist`,
 `command_timeout`, `firejail_enabled`).
@@ -14,14 +15,24 @@ Keys follow the seed's `tool_safety` block where they overlap (`git_enabled`, `c
 from __future__ import annotations
 
 import os
+import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
 
+from tether.core.policy.ruleset import (
+    Layer,
+    Rule,
+    RuleError,
+    RuleSource,
+    command_argvs,
+    example_failures,
+    rule_from_table,
+)
 from tether.core.policy.settings import PolicySettings
 from tether.errors import ConfigError
 
@@ -128,16 +139,84 @@ def project_config_path(workspace: Path) -> Path:
     return workspace / ".tether" / "config.toml"
 
 
+def managed_config_path() -> Path:
+    """The administrator's file (`$TETHER_MANAGED_CONFIG`, else /etc/tether/managed.toml).
+
+    Read after the user config, so its settings override the user's, and its deny and ask rules
+    cannot be loosened by any layer (the strictest matching rule wins).
+    """
+    return Path(os.environ.get("TETHER_MANAGED_CONFIG") or "/etc/tether/managed.toml")
+
+
 def load_config(workspace: Path | None, *, user_path: Path | None = None) -> EffectiveConfig:
-    """Read, validate and merge both config files; a missing file means defaults."""
-    user_file = user_path if user_path is not None else user_config_path()
-    user = _read_toml(user_file)
-    project_file = project_config_path(workspace) if workspace is not None else None
-    project = _read_toml(project_file) if project_file is not None else {}
-    config = _apply(EffectiveConfig(), user, str(user_file), trusted=True)
-    config = _apply(config, project, str(project_file), trusted=False)
-    sources = tuple(str(p) for p in (user_file, project_file) if p is not None and p.is_file())
+    """Read, validate and merge the config files (user, managed, project); a missing file is empty."""
+    config = EffectiveConfig()
+    layers = _layers(workspace, user_path)
+    for path, layer in layers:
+        raw, rule_lines = _read_toml(path)
+        trusted = layer != "project"
+        config = _apply(config, raw, str(path), trusted=trusted, layer=layer, rule_lines=rule_lines)
+    sources = tuple(str(p) for p, _ in layers if p is not None and p.is_file())
     return replace(config, sources=sources)
+
+
+def _layers(workspace: Path | None, user_path: Path | None) -> tuple[tuple[Path | None, Layer], ...]:
+    """The config files in the order they fold: user, then managed (overrides), then project."""
+    return (
+        (user_path if user_path is not None else user_config_path(), "user"),
+        (managed_config_path(), "managed"),
+        (project_config_path(workspace) if workspace is not None else None, "project"),
+    )
+
+
+@dataclass(frozen=True)
+class RuleReport:
+    """One `[[rules]]` table checked on its own (`tether rules test`): where, what, what failed."""
+
+    source: str
+    layer: Layer
+    pattern: str
+    decision: str
+    examples: int
+    failures: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "layer": self.layer,
+            "pattern": self.pattern,
+            "decision": self.decision,
+            "examples": self.examples,
+            "failures": list(self.failures),
+            "ok": not self.failures,
+        }
+
+
+def rule_reports(workspace: Path | None, *, user_path: Path | None = None) -> list[RuleReport]:
+    """Every rule of every layer checked one by one, so one broken rule does not hide the others
+    (loading stops at the first)."""
+    reports: list[RuleReport] = []
+    for path, layer in _layers(workspace, user_path):
+        try:
+            raw, lines = _read_toml(path)
+        except ConfigError as exc:
+            reports.append(RuleReport(str(path), layer, "", "", 0, (str(exc),)))
+            continue
+        tables = raw.get("rules", [])
+        for index, table in enumerate(tables if isinstance(tables, list) else [tables]):
+            source = RuleSource(layer, str(path), lines[index] if index < len(lines) else None)
+            try:
+                rule = rule_from_table(table, source)
+            except RuleError as exc:
+                reports.append(RuleReport(str(source), layer, "", "", 0, (str(exc),)))
+                continue
+            failures = tuple(example_failures(rule, command_argvs))
+            if layer == "project" and rule.decision == "allow":
+                failures += ("ignored: the project may only add ask and deny rules",)
+            examples = len(rule.match) + len(rule.not_match)
+            text = rule.pattern_text
+            reports.append(RuleReport(str(source), layer, text, rule.decision, examples, failures))
+    return reports
 
 
 def config_from_mappings(
@@ -145,18 +224,25 @@ def config_from_mappings(
 ) -> EffectiveConfig:
     """Same merge as `load_config` from in-memory tables (initializationOptions, tests)."""
     config = _apply(EffectiveConfig(), user, "<user settings>", trusted=True)
-    return _apply(config, project or {}, "<project settings>", trusted=False)
+    return _apply(config, project or {}, "<project settings>", trusted=False, layer="project")
 
 
-def _read_toml(path: Path | None) -> dict[str, Any]:
+_RULES_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*rules[ \t]*\]\]", re.MULTILINE)
+
+
+def _read_toml(path: Path | None) -> tuple[dict[str, Any], tuple[int, ...]]:
+    """The file's tables, and the line of each `[[rules]]` header (tomllib keeps no positions)."""
     if path is None or not path.is_file():
-        return {}
+        return {}, ()
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from exc
+    lines = tuple(text.count("\n", 0, m.start()) + 1 for m in _RULES_HEADER.finditer(text))
+    return data, lines
 
 
 # --- validation helpers ------------------------------------------------------------------------
@@ -165,11 +251,16 @@ def _read_toml(path: Path | None) -> dict[str, Any]:
 class _Reader:
     """Pops typed values from one table and names the file and key in every error."""
 
-    def __init__(self, table: Mapping[str, Any], where: str) -> None:
+    def __init__(
+        self, table: Mapping[str, Any], where: str, *, layer: Layer = "user", rule_lines: Sequence[int] = ()
+    ) -> None:
         if not isinstance(table, Mapping):
             raise ConfigError(f"{where}: expected a table, got {type(table).__name__}")
         self.table = dict(table)
         self.where = where
+        self.layer: Layer = layer
+        self.rule_lines = tuple(rule_lines)
+        """The line of each `[[rules]]` header, in order: rule errors and sources name them."""
 
     def _err(self, key: str, expected: str) -> ConfigError:
         value = self.table[key]
@@ -238,9 +329,10 @@ class _Reader:
 
 # --- the keys, declared once ----------------------------------------------------------------------
 
-Trust = Literal["any", "user", "narrow_min", "narrow_and"]
+Trust = Literal["any", "user", "narrow_min", "narrow_and", "strict_rules"]
 """Who may set a key: any layer; only the user config (`user`); any layer, but a layer the
-repository controls only lowers it (`narrow_min`, for limits) or turns it off (`narrow_and`)."""
+repository controls only lowers it (`narrow_min`, for limits) or turns it off (`narrow_and`), or
+adds only ask and deny rules (`strict_rules`)."""
 
 Read = Callable[["_Reader", str], Any]
 
@@ -320,6 +412,23 @@ def _transforms(r: _Reader, key: str) -> tuple[Transform, ...]:
     return tuple(parsed)
 
 
+def _rules(r: _Reader, key: str) -> tuple[Rule, ...]:
+    """`[[rules]]` tables, each checked against its own examples (a failing example is an error)."""
+    rules = []
+    for index, table in enumerate(r.tables(key)):
+        line = r.rule_lines[index] if index < len(r.rule_lines) else None
+        source = RuleSource(r.layer, r.where, line)
+        try:
+            rule = rule_from_table(table, source)
+        except RuleError as exc:
+            raise ConfigError(str(exc)) from None
+        failures = example_failures(rule, command_argvs)
+        if failures:
+            raise ConfigError(f"{source}: rule `{rule.pattern_text}`: " + "; ".join(failures))
+        rules.append(rule)
+    return tuple(rules)
+
+
 def _hooks(table: _Reader, key: str) -> tuple[Hook, ...]:
     parsed = []
     for i, item in enumerate(table.tables(key)):
@@ -348,6 +457,7 @@ KEYS: tuple[Key, ...] = (
     Key("policy", "deny", "policy", "denied", _strings, append=True),
     Key("policy", "protected_paths", "policy", "extra_protected", _strings, append=True),
     Key("policy", "allow", "policy", "extra_allowed", _strings, "user", append=True),
+    Key(None, "rules", "policy", "rules", _rules, "strict_rules", append=True),
     # [sandbox]
     Key("sandbox", "backend", "sandbox", "backend", _choice(*SANDBOX_BACKENDS), "user"),
     Key("sandbox", "command_timeout", "sandbox", "command_timeout", _TIMEOUT, "narrow_min"),
@@ -385,9 +495,17 @@ KEYS: tuple[Key, ...] = (
 """Every key the config files accept, with its trust rule (tests/unit/test_config.py pins them)."""
 
 
-def _apply(base: EffectiveConfig, raw: Mapping[str, Any], where: str, *, trusted: bool) -> EffectiveConfig:
+def _apply(
+    base: EffectiveConfig,
+    raw: Mapping[str, Any],
+    where: str,
+    *,
+    trusted: bool,
+    layer: Layer = "user",
+    rule_lines: Sequence[int] = (),
+) -> EffectiveConfig:
     """Validate one file against `KEYS` and fold it into `base` with each key's trust rule."""
-    root = _Reader(raw, where)
+    root = _Reader(raw, where, layer=layer, rule_lines=rule_lines)
     warnings = list(base.warnings)
     sections: dict[str, Any] = {
         name: getattr(base, name)
@@ -404,6 +522,14 @@ def _apply(base: EffectiveConfig, raw: Mapping[str, Any], where: str, *, trusted
         if key.trust == "user" and not trusted:
             warnings.append(f"{where}: `{key.dotted}` is ignored: only the user config may set it")
             continue
+        if key.trust == "strict_rules" and not trusted:
+            for rule in value:
+                if rule.decision == "allow":
+                    warnings.append(
+                        f"{rule.source}: the allow rule `{rule.pattern_text}` is ignored: the project "
+                        "may only add ask and deny rules (allow rules belong in your user config)"
+                    )
+            value = tuple(rule for rule in value if rule.decision != "allow")
         current = top[key.field] if not key.section else getattr(sections[key.section], key.field)
         merged = _fold(key, current, value, trusted=trusted)
         if merged is None:

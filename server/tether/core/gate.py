@@ -27,10 +27,12 @@ from typing import Any, Literal
 
 from tether.core.approvals import (
     TITLES,
+    AlwaysRule,
     ApprovalAnswer,
     ApprovalNeed,
     ApprovalRequest,
     Approver,
+    AskedSegment,
     RequestIds,
     SessionAllowances,
     denied,
@@ -42,12 +44,15 @@ from tether.core.config import EffectiveConfig
 from tether.core.hooks import run_hooks
 from tether.core.permissions import Permission, Permissions, format_permissions
 from tether.core.policy import check_path, decide
+from tether.core.policy.ruleset import Rule, rule_for_segment
 from tether.core.proposals import Hunk, Proposal, ProposalStore, read_current_text
+from tether.core.rules_file import add_user_rule, rule_toml
 from tether.core.sandbox import Runner, select_runner
 from tether.core.tools.base import DocumentSource, NoDocuments, Tool, ToolContext, ToolOutcome
 from tether.core.tools.registry import default_tools
 from tether.errors import (
     CheckpointError,
+    ConfigError,
     PolicyDenied,
     ProposalError,
     ProposalStale,
@@ -200,8 +205,11 @@ class Gate:
         on_event: EventSink | None = None,
         tools: Sequence[Tool] | None = None,
         runner_factory: Callable[[], Runner] | None = None,
+        rules_file: Path | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
+        self.rules_file = rules_file
+        """The user config "Always allow" writes rules into (None: the choice only lasts the session)."""
         self.config = config
         self.read_only = read_only
         self._permissions: Permissions = frozenset() if read_only else permissions
@@ -446,6 +454,7 @@ class Gate:
         if self.approver is None:
             return denied(_NOBODY_TO_ASK), False
         patterns = tuple(dict.fromkeys(session_pattern(s.argv) for s in pending))
+        always = self._always_rules(pending)
         request = ApprovalRequest(
             id=self._approval_ids.next(),
             tool=tool,
@@ -456,6 +465,7 @@ class Gate:
             segments=pending,
             sandbox={"backend": self.sandbox_name(), "network": "none", "writable": [str(self.workspace)]},
             patterns=patterns,
+            always=always,
             timeout=self.config.approvals.timeout,
         )
         record = _CallRecord(
@@ -468,6 +478,9 @@ class Gate:
             answer = denied(f"asking failed ({exc.__class__.__name__}: {exc}): treated as deny")
         if answer.choice in ("allow_session", "allow_always"):
             self.allowances.add(patterns)
+        written: dict[str, Any] = {}
+        if answer.choice == "allow_always":
+            written = self._write_always(pending, always)
         result = GateResult(
             tool="approval",
             ok=True,
@@ -477,6 +490,7 @@ class Gate:
                 "id": request.id,
                 **answer.to_json(),
                 "patterns": [list(p) for p in patterns],
+                **written,
             },
             text=f"{TITLES[answer.choice]}: {need.command}",
             verdict=Verdict(
@@ -485,6 +499,34 @@ class Gate:
         )
         self._finish(result, record, state="executed" if answer.allowed else "denied")
         return answer, True
+
+    def _always_rules(self, pending: Sequence[AskedSegment]) -> AlwaysRule | None:
+        """What "Always allow" would write, and where: shown in the question before anyone chooses."""
+        if self.rules_file is None:
+            return None
+        rules = [_approved_rule(segment) for segment in pending]
+        toml = "".join(rule_toml(rule) for rule in dict.fromkeys(rules))
+        patterns = tuple(tuple(str(word) for word in rule.pattern) for rule in rules)
+        return AlwaysRule(str(self.rules_file), toml, patterns)
+
+    def _write_always(self, pending: Sequence[AskedSegment], always: AlwaysRule | None) -> dict[str, Any]:
+        """Write the rules "Always allow" promised into the user config (never the project).
+
+        A failed write still allows the call for this session (the person said yes); the audit
+        line and the result say the rule was not saved, and why.
+        """
+        if always is None or self.rules_file is None:
+            return {"rulesWritten": [], "rulesError": "no user config file to write the rule into"}
+        written: list[str] = []
+        try:
+            for rule in dict.fromkeys(_approved_rule(segment) for segment in pending):
+                _, _, added = add_user_rule(rule, self.rules_file)
+                if added:
+                    written.append(rule.pattern_text)
+        except ConfigError as exc:
+            log.warning("could not save an Always-allow rule: %s", exc)
+            return {"rulesFile": str(self.rules_file), "rulesWritten": written, "rulesError": str(exc)}
+        return {"rulesFile": str(self.rules_file), "rulesWritten": written}
 
     def _granted(self, needed: Permission) -> bool:
         # Running an allowed command already implies reading: `cat` is a read-mode command.
@@ -792,6 +834,10 @@ _NOBODY_TO_ASK = (
     "the editor or an interactive terminal to be asked, or allow it with a rule in your user config "
     "(see `tether explain` and docs/policy.md)"
 )
+
+
+def _approved_rule(segment: AskedSegment) -> Rule:
+    return rule_for_segment(segment.argv, f'approved with "Always allow" ({segment.rule}: {segment.reason})')
 
 
 def _refused_by_person(tool: str, need: ApprovalNeed, answer: ApprovalAnswer, asked: bool) -> GateResult:

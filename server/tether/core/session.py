@@ -30,8 +30,11 @@ from tether.core.config import (
     MAX_COMMAND_TIMEOUT,
     SANDBOX_BACKENDS,
     EffectiveConfig,
+    RuleReport,
     SandboxBackend,
     load_config,
+    rule_reports,
+    user_config_path,
 )
 from tether.core.gate import EventSink, Gate, GateResult
 from tether.core.permissions import Permissions, format_permissions, parse_permissions
@@ -147,6 +150,14 @@ class Session:
         }
 
 
+def check_rules(workspace: Path, *, user_path: Path | None = None) -> list[RuleReport]:
+    """Every `[[rules]]` table of every layer checked on its own (`tether rules test`).
+
+    Needs no session: a broken rule stops a session from opening, and this is how to find it.
+    """
+    return rule_reports(workspace, user_path=user_path)
+
+
 def probe_sandboxes() -> dict[str, Any]:
     """Every backend probed with a real command (strongest first) and what `auto` picks here.
 
@@ -210,6 +221,7 @@ def open_session(
         on_event=on_event,
         tools=tools,
         runner_factory=runner_factory,
+        rules_file=user_path if config is not None else (user_path or user_config_path()),
     )
     return Session(workspace=root, config=effective, gate=gate, warnings=tuple(warnings))
 

@@ -24,6 +24,7 @@ from tether.core.policy.lex import Word
 from tether.core.policy.parse import parse
 from tether.core.policy.paths import PathCheck, bare_repository_trap, check_path, resolve_checked
 from tether.core.policy.programs import BLOCKED, PROGRAMS
+from tether.core.policy.ruleset import strictest
 from tether.core.policy.settings import PolicySettings
 from tether.core.policy.types import MODES, Decision, Deny, Mode, Redirect, Segment
 from tether.core.policy.walk import _COMMAND_NAME, RawCommand, RawRedirect, walk
@@ -290,7 +291,14 @@ def _check_command(
         words = _words(rule)
         if _prefix(words, argv) or (name == "git" and _prefix(words, _git_normalized(argv))):
             raise Deny("user.denied", f"`{' '.join(words)}` is denied by your configuration", program=name)
-    user_rule = mode == "command" and any(_prefix(_words(r), argv) for r in settings.extra_allowed)
+    data_rule = strictest(settings.rules, *((argv, _git_normalized(argv)) if name == "git" else (argv,)))
+    if data_rule is not None and data_rule.decision != "allow":
+        # an ask rule refuses too until the policy can answer *ask* (fail closed)
+        raise Deny(data_rule.id, data_rule.reason(), program=name)
+    user_rule = mode == "command" and (
+        any(_prefix(_words(r), argv) for r in settings.extra_allowed)
+        or (data_rule is not None and data_rule.decision == "allow")
+    )
     program = PROGRAMS.get(name)
     if user_rule:
         _generic_paths(expanded, workspace, settings, base)

@@ -61,6 +61,10 @@ RULES: dict[str, str] = {
     "command.cargo": "cargo used for anything but test/build/check / `--version`",
     "mode.read": "the command needs command mode (builds, tests, writes)",
     "user.denied": "a deny rule from your configuration matched",
+    "rule.builtin": "a built-in rule ([[rules]] data) matched; the reason names it",
+    "rule.user": "a [[rules]] entry in your user config matched; the reason names its file and line",
+    "rule.managed": "a [[rules]] entry in the administrator's managed config matched",
+    "rule.project": "a [[rules]] entry in the project's .tether/config.toml matched (ask or deny only)",
     # arguments
     "flag.unknown": "an option not in the program's allowlist",
     "flag.denied": "an option known to run programs, write files or escape (incl. abbreviations of it)",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tether.core.policy.ruleset import Rule
+
 
 @dataclass(frozen=True)
 class PolicySettings:
@@ -18,4 +20,6 @@ class PolicySettings:
     extra_allowed: tuple[str, ...] = ()
     denied: tuple[str, ...] = ()
     extra_protected: tuple[str, ...] = field(default_factory=tuple)
+    rules: tuple[Rule, ...] = ()
+    """Rules as data from every layer (`ruleset.py`): the strictest matching rule wins."""
     max_command_length: int = 10_000
