@@ -194,9 +194,14 @@ def test_rollback_never_writes_through_a_symlinked_directory(tmp_path: Path) -> 
     (repo / "d").rmdir()
     os.symlink(outside, repo / "d")
     plan = store.plan_rollback(steps=1)
-    assert "d/x.txt" in plan.kept
+    # ignored files are snapshotted too: the symlink `d` was created since, so it goes, and
+    # d/x.txt comes back inside a real directory, never through the link
+    assert "d" in plan.deleted
+    assert "d/x.txt" in plan.created
     store.rollback(steps=1)
     assert list(outside.iterdir()) == []
+    assert not (repo / "d").is_symlink()
+    assert (repo / "d" / "x.txt").read_text() == "x\n"
 
 
 def test_exec_bits(tmp_path: Path) -> None:
@@ -230,25 +235,27 @@ def test_file_directory_swaps(tmp_path: Path, direction: str) -> None:
     roundtrip(repo, change)
 
 
-def test_ignored_files_are_left_alone(tmp_path: Path) -> None:
+def test_ignored_files_are_snapshotted_and_ignored_build_outputs_left_alone(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "r", {".gitignore": "*.log\nnode_modules/\n", "a.txt": "a\n"})
     (repo / "old.log").write_text("old\n")
+    (repo / "node_modules").mkdir()
+    (repo / "node_modules" / "dep.js").write_text("dep\n")
     store = Checkpoints(repo, CheckpointSettings())
-    store.create("t")
+    cp = store.create("t")
+    assert "regenerated:node_modules" in cp.skipped
     (repo / "old.log").write_text("changed\n")
     (repo / "new.log").write_text("new\n")
-    (repo / "node_modules").mkdir()
     (repo / "node_modules" / "pkg.js").write_text("js\n")
     (repo / "a.txt").write_text("b\n")
     plan, _ = store.rollback(steps=1)
-    assert plan.restored == ("a.txt",)
-    assert plan.deleted == ()
-    assert (repo / "old.log").read_text() == "changed\n"
-    assert (repo / "new.log").exists()
-    assert (repo / "node_modules" / "pkg.js").exists()
+    assert plan.restored == ("a.txt", "old.log")
+    assert plan.deleted == ("new.log",)
+    assert (repo / "old.log").read_text() == "old\n"
+    assert not (repo / "new.log").exists()
+    assert (repo / "node_modules" / "pkg.js").exists()  # a build output: rebuilt, not rolled back
 
 
-def test_newly_ignored_tracked_file_is_left_alone(tmp_path: Path) -> None:
+def test_a_file_that_becomes_ignored_is_still_restored(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
     (repo / "secret.env").write_text("v1\n")
     store = Checkpoints(repo, CheckpointSettings())
@@ -257,10 +264,10 @@ def test_newly_ignored_tracked_file_is_left_alone(tmp_path: Path) -> None:
     store.create("t2")
     (repo / "secret.env").write_text("v2\n")
     store.rollback(steps=2)
-    assert (repo / "secret.env").read_text() == "v2\n"
+    assert (repo / "secret.env").read_text() == "v1\n"
 
 
-def test_user_info_exclude_is_respected_and_tether_dir_added(tmp_path: Path) -> None:
+def test_files_the_users_info_exclude_ignores_are_covered_and_tether_dir_added(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
     (repo / ".git" / "info" / "exclude").write_text("private/\n")
     (repo / "private").mkdir()
@@ -268,13 +275,13 @@ def test_user_info_exclude_is_respected_and_tether_dir_added(tmp_path: Path) -> 
     store = Checkpoints(repo, CheckpointSettings())
     cp = store.create("t")
     (repo / "private" / "p.txt").write_text("changed\n")
-    assert store.files_changed_since(cp) == []
+    assert store.files_changed_since(cp) == ["private/p.txt"]
     exclude = (repo / ".git" / "info" / "exclude").read_text()
     assert exclude.startswith("private/\n")
     assert "/.tether/" in exclude
     (repo / ".tether").mkdir(exist_ok=True)
     (repo / ".tether" / "tool_log.jsonl").write_text("{}\n")
-    assert store.files_changed_since(cp) == []
+    assert store.files_changed_since(cp) == ["private/p.txt"]  # Tether's own state never is
 
 
 def test_large_files_are_skipped_listed_and_never_overwritten(tmp_path: Path) -> None:
@@ -512,7 +519,9 @@ def test_corrupt_private_index_is_rebuilt(tmp_path: Path) -> None:
     assert plan.restored == ("a.txt",)
 
 
-def test_users_global_excludes_file_is_respected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_the_global_excludes_file_ignores_are_covered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     (home / "my-ignores").write_text(".idea/\n")
@@ -526,8 +535,8 @@ def test_users_global_excludes_file_is_respected(tmp_path: Path, monkeypatch: py
     (repo / ".idea" / "workspace.xml").write_text("<x/>\n")
     (repo / "a.txt").write_text("b\n")
     plan, _ = store.rollback(steps=1)
-    assert plan.deleted == ()
-    assert (repo / ".idea" / "workspace.xml").exists()
+    assert plan.deleted == (".idea/workspace.xml",)
+    assert not (repo / ".idea" / "workspace.xml").exists()
 
 
 def test_a_symlinked_tether_dir_does_not_redirect_rollback_writes(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from tether.core.checkpoint import restore
+from tether.core.checkpoint.regenerated import REGENERATED_DIRS, regenerated_dir
 from tether.core.checkpoint.store import (
     Location,
     ensure_store,
@@ -261,6 +262,9 @@ class Checkpoints:
             status = git.run(*status_args)
         _refuse_unreadable(status.stderr)
         candidates = _parse_status(status.stdout)
+        ignored, regenerated = self._ignored_files(git)
+        forced = set(ignored)
+        candidates += ignored
         big: list[str] = []
         add: list[str] = []
         nested: list[str] = []
@@ -284,9 +288,13 @@ class Checkpoints:
                 add.append(rel)
         while add:
             spec = _pathspec(add, skip=big + nested)
+            # `-f`: ignored files are named one by one (never a whole ignored directory), and
+            # they are snapshotted like any other: an ignored `.env` is the user's too
+            force = ("-f",) if forced else ()
             result = git.run(
-                "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=spec, ok_codes=(0, 1, 128)
-            )
+                "add", "-A", *force, "--pathspec-from-file=-", "--pathspec-file-nul",
+                input=spec, ok_codes=(0, 1, 128),
+            )  # fmt: skip
             if result.returncode == 0:
                 break
             _refuse_unreadable(result.stderr)
@@ -297,8 +305,12 @@ class Checkpoints:
             add = [p for p in add if p not in missing]
         removals = big + nested
         if any(p == ".gitignore" or p.endswith("/.gitignore") for p in candidates):
-            ignored = git.run("ls-files", "-z", "-c", "-i", "--exclude-standard").stdout
-            removals += [os.fsdecode(p) for p in ignored.split(b"\0") if p]
+            # a directory that just became ignored and is a build output leaves the snapshot
+            listed = git.run("ls-files", "-z", "-c", "-i", "--exclude-standard").stdout
+            names = self.settings.regenerated
+            removals += [
+                path for p in listed.split(b"\0") if p and regenerated_dir(path := os.fsdecode(p), names)
+            ]
         if removals:
             git.run(
                 "update-index", "--force-remove", "-z", "--stdin",
@@ -314,8 +326,80 @@ class Checkpoints:
             )
         if nested:
             warnings.append("nested repositories without a commit were skipped: " + ", ".join(sorted(nested)))
-        skipped = (*sorted(big), *sorted(nested), *(f"exclude:{p}" for p in self.settings.exclude))
+        skipped = (
+            *sorted(big),
+            *sorted(nested),
+            *(f"exclude:{p}" for p in self.settings.exclude),
+            *(f"regenerated:{d}" for d in sorted(regenerated)),
+        )
         return _Staged(tree, tuple(skipped), tuple(warnings))
+
+    def _ignored_files(self, git: Git) -> tuple[builtins.list[str], builtins.list[str]]:
+        """Git-ignored files not yet in the snapshot, and the build-output directories left out.
+
+        `--directory` names a wholly ignored directory once instead of descending into it, so an
+        unchanged `node_modules/` costs one entry, not 50,000. Such a directory is a build output
+        by its name (left out, reported) or else listed file by file. Paths matching
+        `[checkpoints] exclude` are left out as before.
+        """
+        listing = git.run(
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+            "--no-empty-directory",
+        ).stdout
+        files: list[str] = []
+        regenerated: list[str] = []
+        expand: list[str] = []
+        for raw in listing.split(b"\0"):
+            if not raw:
+                continue
+            path = os.fsdecode(raw)
+            if path.rstrip("/") == ".tether" or path.startswith(".tether/"):
+                continue
+            build = regenerated_dir(path, self.settings.regenerated)
+            if build is not None:
+                if build not in regenerated:
+                    regenerated.append(build)
+            elif path.endswith("/"):
+                expand.append(path)
+            else:
+                files.append(path)
+        for directory in expand:
+            inner, deeper = self._walk_ignored(directory.rstrip("/"))
+            files += inner
+            regenerated += [d for d in deeper if d not in regenerated]
+        if self.settings.exclude:
+            skipped = _matching_excludes(git, self.settings.exclude)
+            files = [
+                f for f in files if not any(f == s or f.startswith(s.rstrip("/") + "/") for s in skipped)
+            ]
+        return files, regenerated
+
+    def _walk_ignored(self, directory: str) -> tuple[builtins.list[str], builtins.list[str]]:
+        """Every file and symlink under an ignored directory (git names it once), pruning build
+        outputs by name and nested repositories (their own `.git` keeps their history)."""
+        names = REGENERATED_DIRS.union(self.settings.regenerated)
+        files: builtins.list[str] = []
+        regenerated: builtins.list[str] = []
+        for root, dirs, entries in os.walk(self.workspace / directory):
+            rel_root = os.path.relpath(root, self.workspace).replace(os.sep, "/")
+            keep = []
+            for name in dirs:
+                rel = f"{rel_root}/{name}"
+                full = os.path.join(root, name)
+                if os.path.islink(full):
+                    files.append(rel)  # a symlink to a directory is snapshotted as a link
+                elif name in names:
+                    regenerated.append(rel)
+                elif not os.path.lexists(os.path.join(full, ".git")):
+                    keep.append(name)
+            dirs[:] = keep
+            files += [f"{rel_root}/{name}" for name in entries]
+        return files, regenerated
 
     def _create_locked(self, loc: Location, git: Git, tool: str, message: str | None) -> Checkpoint:
         started = time.monotonic()
@@ -428,6 +512,18 @@ def _plan(target: Checkpoint, ops: restore.Ops) -> RollbackPlan:
 # Above this many changed paths, one `git add -A` of the whole tree (minus the few skipped paths)
 # beats literal pathspecs, whose matching costs paths x pathspecs (20k x 20k on a first snapshot).
 _PATHSPEC_LIMIT = 256
+
+
+def _under_any(path: str, roots: builtins.list[str]) -> bool:
+    return any(path == root.rstrip("/") or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def _matching_excludes(git: Git, patterns: tuple[str, ...]) -> builtins.list[str]:
+    """Untracked paths matching `[checkpoints] exclude` alone (no .gitignore read): never snapshotted."""
+    out = git.run(
+        "ls-files", "-z", "--others", "--ignored", "--directory", *(f"--exclude={p}" for p in patterns)
+    ).stdout
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]
 
 
 def _pathspec(paths: builtins.list[str], *, skip: builtins.list[str]) -> bytes:

@@ -59,6 +59,8 @@ class CheckpointSettings:
     max_file_bytes: int = 5_000_000
     time_budget_seconds: float = 10.0
     exclude: tuple[str, ...] = ()
+    regenerated: tuple[str, ...] = ()
+    """More directory names whose ignored copies are build outputs (checkpoint/regenerated.py)."""
     keep_count: int = 200
     keep_days: float = 30.0
 
@@ -471,6 +473,7 @@ KEYS: tuple[Key, ...] = (
     Key("checkpoints", "max_file_bytes", "checkpoints", "max_file_bytes", _integer(0)),
     Key("checkpoints", "time_budget_seconds", "checkpoints", "time_budget_seconds", _number(0.1)),
     Key("checkpoints", "exclude", "checkpoints", "exclude", _strings, append=True),
+    Key("checkpoints", "regenerated", "checkpoints", "regenerated", _strings, "user", append=True),
     Key("checkpoints", "keep_count", "checkpoints", "keep_count", _integer(1)),
     Key("checkpoints", "keep_days", "checkpoints", "keep_days", _number(0.01)),
     # [hooks]: commands that run on every call, so only the user may add them

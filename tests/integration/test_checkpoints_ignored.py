@@ -1,0 +1,192 @@
+"""Nothing is ever lost: a rollback restores ignored files too, byte for byte (issue "Workspace mode").
+
+The bug this pins: in command mode `echo oops > .env` (a git-ignored file) was allowed, overwrote the
+file, and `tether rollback 1` restored nothing. Here every destructive shape runs against a
+workspace holding tracked, untracked and ignored files, executable bits and symlinks; the tree after
+`rollback 1` must equal the tree before (path → mode and content or link target), the user's git
+state must not change, and only ignored build outputs (`node_modules/`) are left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _checkpoint_support import git, init_repo, listing, tether, user_git_state
+
+from tether.core.checkpoint.regenerated import regenerated_dir
+from tether.core.checkpoints import Checkpoints
+from tether.core.config import CheckpointSettings
+from tether.core.sandbox import auto_choice
+
+GITIGNORE = ".env\n*.db\nsecrets/\nnode_modules/\n*.log\n"
+
+
+def workspace(root: Path) -> Path:
+    repo = init_repo(root, {".gitignore": GITIGNORE, "src/app.py": "print('app')\n", "README.md": "hi\n"})
+    (repo / ".env").write_text("API_KEY=sk-live-123\n")
+    (repo / "local.db").write_bytes(bytes(range(256)) * 4)
+    (repo / "secrets").mkdir()
+    (repo / "secrets" / "id.key").write_text("KEY\n")
+    (repo / "secrets" / "deep").mkdir()
+    (repo / "secrets" / "deep" / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (repo / "secrets" / "deep" / "run.sh").chmod(0o755)
+    os.symlink("../.env", repo / "secrets" / "env-link")
+    os.symlink("src", repo / "dir-link")
+    os.symlink("missing", repo / "dangling.log")
+    (repo / "notes.txt").write_text("untracked\n")
+    (repo / "tool.sh").write_text("#!/bin/sh\n")
+    (repo / "tool.sh").chmod(0o755)
+    (repo / "node_modules" / "dep").mkdir(parents=True)
+    (repo / "node_modules" / "dep" / "index.js").write_text("module.exports = 1\n")
+    return repo
+
+
+def manifest(repo: Path) -> dict[str, tuple[str, str]]:
+    return listing(repo, skip_dirs=("node_modules",))
+
+
+def everything_gone(ws: Path) -> None:
+    """`rm -rf ./* .[!.]*` as a program in workspace mode would run it (`.git` kept)."""
+    for child in ws.iterdir():
+        if child.name in (".git", ".tether"):
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def find_delete(ws: Path) -> None:
+    """`find . -path ./.git -prune -o -type f -delete`."""
+    for dirpath, dirnames, filenames in os.walk(ws):
+        dirnames[:] = [d for d in dirnames if d not in (".git", ".tether")]
+        for name in filenames:
+            os.unlink(os.path.join(dirpath, name))
+
+
+def rename_dirs(ws: Path) -> None:
+    (ws / "secrets").rename(ws / "moved-secrets")
+    (ws / "src").rename(ws / "source")
+
+
+def chmod_and_truncate(ws: Path) -> None:
+    (ws / "tool.sh").chmod(0o644)
+    (ws / "src" / "app.py").chmod(0o755)
+    (ws / "local.db").write_bytes(b"")
+    (ws / "secrets" / "deep" / "run.sh").chmod(0o600)
+
+
+def rewrite_loop(ws: Path) -> None:
+    for path in (ws / ".env", ws / "local.db", ws / "secrets" / "id.key", ws / "README.md"):
+        path.write_text("oops\n")
+    (ws / "created.log").write_text("new ignored file\n")
+    (ws / "secrets" / "new").mkdir()
+    (ws / "secrets" / "new" / "x.key").write_text("x\n")
+
+
+def links_swapped(ws: Path) -> None:
+    (ws / "secrets" / "env-link").unlink()
+    (ws / "secrets" / "env-link").write_text("now a file\n")
+    (ws / "dir-link").unlink()
+    os.symlink("secrets", ws / "dir-link")
+    (ws / ".env").unlink()
+    os.symlink("/etc/passwd", ws / ".env")
+
+
+@pytest.mark.parametrize(
+    "destroy",
+    [everything_gone, find_delete, rename_dirs, chmod_and_truncate, rewrite_loop, links_swapped],
+)
+def test_rollback_restores_every_file_ignored_ones_included(
+    tmp_path: Path, destroy: Callable[[Path], None]
+) -> None:
+    repo = workspace(tmp_path / "ws")
+    state = user_git_state(repo)
+    before = manifest(repo)
+    assert {".env", "local.db", "secrets/id.key", "secrets/env-link", "dangling.log"} <= set(before)
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("destructive call")
+    destroy(repo)
+    assert manifest(repo) != before
+    store.rollback(steps=1)
+    assert manifest(repo) == before
+    assert user_git_state(repo) == state
+
+
+def test_ignored_build_outputs_are_left_out_and_reported(tmp_path: Path) -> None:
+    repo = workspace(tmp_path / "ws")
+    (repo / "web" / "node_modules" / "x").mkdir(parents=True)
+    (repo / "web" / "node_modules" / "x" / "a.js").write_text("a\n")
+    cp = Checkpoints(repo, CheckpointSettings()).create("t")
+    assert "regenerated:node_modules" in cp.skipped
+    assert "regenerated:web/node_modules" in cp.skipped
+    stored = git(
+        repo, "--git-dir", str(repo / ".git" / "tether" / "store"), "ls-tree", "-r", "--name-only", cp.commit
+    )
+    assert ".env" in stored.splitlines()
+    assert not any("node_modules" in line for line in stored.splitlines())
+    assert regenerated_dir("web/node_modules/x/a.js") == "web/node_modules"
+    assert regenerated_dir("src/build.py") is None
+
+
+def test_a_tracked_directory_named_like_a_build_output_is_snapshotted(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "ws", {"build/recipe.txt": "mine\n", ".gitignore": "build/cache/\n"})
+    (repo / "build" / "cache").mkdir()
+    (repo / "build" / "cache" / "c.bin").write_text("cached\n")
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (repo / "build" / "recipe.txt").write_text("changed\n")
+    (repo / "build" / "cache" / "c.bin").write_text("changed\n")
+    store.rollback(steps=1)
+    assert (repo / "build" / "recipe.txt").read_text() == "mine\n"
+    # `build/cache` is ignored and lies in a directory named `build`: a build output, left alone
+    assert (repo / "build" / "cache" / "c.bin").read_text() == "changed\n"
+
+
+def test_configured_excludes_stay_out_even_when_ignored(tmp_path: Path) -> None:
+    repo = workspace(tmp_path / "ws")
+    store = Checkpoints(repo, CheckpointSettings(exclude=("local.db",)))
+    store.create("t")
+    (repo / "local.db").write_text("changed\n")
+    (repo / ".env").write_text("changed\n")
+    store.rollback(steps=1)
+    assert (repo / "local.db").read_text() == "changed\n"
+    assert (repo / ".env").read_text() == "API_KEY=sk-live-123\n"
+
+
+# --- the reported bug, end to end through the CLI ---------------------------------------------------
+
+
+@pytest.fixture
+def sandboxed() -> None:
+    if auto_choice() is None:
+        pytest.skip("no sandbox backend works on this machine (see `tether doctor`)")
+
+
+@pytest.mark.usefixtures("sandboxed")
+def test_echo_over_an_ignored_env_then_rollback_restores_it(tmp_path: Path) -> None:
+    repo = workspace(tmp_path / "ws")
+    done = tether(repo, "run", "--permissions", "command", "echo oops > .env", home=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (repo / ".env").read_text() == "oops\n"
+    back = tether(repo, "rollback", "1", "--yes", home=tmp_path)
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert (repo / ".env").read_text() == "API_KEY=sk-live-123\n"
+
+
+def test_write_file_over_an_ignored_file_then_rollback_restores_it(tmp_path: Path) -> None:
+    repo = workspace(tmp_path / "ws")
+    tool_input = json.dumps({"path": "secrets/id.key", "content": "overwritten\n"})
+    done = tether(repo, "tool", "write_file", "--permissions", "all", "--input", tool_input, home=tmp_path)
+    assert json.loads(done.stdout)["state"] == "executed", done.stdout + done.stderr
+    created = json.dumps({"path": "new.log", "content": "created by the call\n"})
+    tether(repo, "tool", "write_file", "--permissions", "all", "--input", created, home=tmp_path)
+    back = tether(repo, "rollback", "2", "--yes", home=tmp_path)
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert (repo / "secrets" / "id.key").read_text() == "KEY\n"
+    assert not (repo / "new.log").exists()
