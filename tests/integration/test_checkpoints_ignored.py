@@ -169,24 +169,31 @@ def sandboxed() -> None:
 
 
 @pytest.mark.usefixtures("sandboxed")
-def test_echo_over_an_ignored_env_then_rollback_restores_it(tmp_path: Path) -> None:
+def test_echo_over_an_ignored_file_then_rollback_restores_it(tmp_path: Path) -> None:
     repo = workspace(tmp_path / "ws")
-    done = tether(repo, "run", "--permissions", "command", "echo oops > .env", home=tmp_path)
+    (repo / "notes.log").write_text("my notes\n")  # ignored (*.log), not a secret
+    done = tether(repo, "run", "--permissions", "command", "echo oops > notes.log", home=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (repo / ".env").read_text() == "oops\n"
+    assert (repo / "notes.log").read_text() == "oops\n"
     back = tether(repo, "rollback", "1", "--yes", home=tmp_path)
     assert back.returncode == 0, back.stdout + back.stderr
+    assert (repo / "notes.log").read_text() == "my notes\n"
+    # the reported case itself no longer runs: `.env` is a secret (docs/secrets.md)
+    refused = tether(repo, "run", "--permissions", "command", "echo oops > .env", home=tmp_path)
+    assert refused.returncode == 1
+    assert "path.secret" in refused.stdout
     assert (repo / ".env").read_text() == "API_KEY=sk-live-123\n"
 
 
 def test_write_file_over_an_ignored_file_then_rollback_restores_it(tmp_path: Path) -> None:
     repo = workspace(tmp_path / "ws")
-    tool_input = json.dumps({"path": "secrets/id.key", "content": "overwritten\n"})
+    (repo / "debug.log").write_text("the user's log\n")  # ignored (*.log)
+    tool_input = json.dumps({"path": "debug.log", "content": "overwritten\n"})
     done = tether(repo, "tool", "write_file", "--permissions", "all", "--input", tool_input, home=tmp_path)
     assert json.loads(done.stdout)["state"] == "executed", done.stdout + done.stderr
     created = json.dumps({"path": "new.log", "content": "created by the call\n"})
     tether(repo, "tool", "write_file", "--permissions", "all", "--input", created, home=tmp_path)
     back = tether(repo, "rollback", "2", "--yes", home=tmp_path)
     assert back.returncode == 0, back.stdout + back.stderr
-    assert (repo / "secrets" / "id.key").read_text() == "KEY\n"
+    assert (repo / "debug.log").read_text() == "the user's log\n"
     assert not (repo / "new.log").exists()

@@ -130,6 +130,10 @@ def test_workspace_given_through_a_symlink(tree: dict[str, Path], tmp_path: Path
 )
 def test_protected_paths_are_never_write_targets(tree: dict[str, Path], raw: str) -> None:
     result = check_path(raw, tree["ws"], write=True, settings=SETTINGS)
+    if raw in (".npmrc", ".pypirc"):  # they hold registry tokens too: secret, not even readable
+        assert (result.ok, result.rule) == (False, "path.secret"), result.reason
+        assert not check_path(raw, tree["ws"], write=False, settings=SETTINGS).ok
+        return
     assert (result.ok, result.rule) == (False, "path.protected"), result.reason
     assert check_path(raw, tree["ws"], write=False, settings=SETTINGS).ok  # reading is fine
 

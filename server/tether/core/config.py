@@ -460,6 +460,9 @@ KEYS: tuple[Key, ...] = (
     Key("policy", "protected_paths", "policy", "extra_protected", _strings, append=True),
     Key("policy", "allow", "policy", "extra_allowed", _strings, "user", append=True),
     Key(None, "rules", "policy", "rules", _rules, "strict_rules", append=True),
+    # [secrets]: the project may add names (append), only the user may let a file through
+    Key("secrets", "paths", "policy", "secret_patterns", _strings, append=True),
+    Key("secrets", "allow", "policy", "secret_allowed", _strings, "user", append=True),
     # [sandbox]
     Key("sandbox", "backend", "sandbox", "backend", _choice(*SANDBOX_BACKENDS), "user"),
     Key("sandbox", "command_timeout", "sandbox", "command_timeout", _TIMEOUT, "narrow_min"),

@@ -49,6 +49,7 @@ from tether.core.sandbox import (
     select_runner,
 )
 from tether.core.sandbox.env import path_tools_inside, rejected_passthrough
+from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import DocumentSource, Tool
 from tether.errors import ConfigError
 
@@ -125,6 +126,9 @@ class Session:
             max_output_bytes=settings.max_output_bytes,
             protected=self.protected_paths(),
             env_passthrough=settings.env_passthrough,
+            masked=find_secret_paths(
+                self.workspace, self.config.policy.secrets, skip_dirs=self.config.checkpoints.regenerated
+            ),
         )
         return runner.run(request), runner.name
 

@@ -362,6 +362,8 @@ def _require_path(raw: str, workspace: Path, write: bool, settings: PolicySettin
 def _path_suggestion(rule: str) -> str:
     if rule == "path.protected":
         return "protected files can only be changed by the user"
+    if rule == "path.secret":
+        return "leave secret files alone: ask the user for the value you need, or use .env.example"
     return "work with files inside the workspace only"
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
+from tether.core.policy.secrets import how_to_allow, secret_pattern
 from tether.core.policy.settings import PolicySettings
 
 PROTECTED_DIRS: tuple[str, ...] = (
@@ -202,13 +203,22 @@ def resolve_checked(
     real = _resolve(root, expanded)
     if not _inside(real, root):
         return None, "path.outside_workspace", f"{raw!r} resolves to {real!r}, outside the workspace {root!r}"
+    lexical = os.path.normpath(os.path.join(root, expanded))
+    candidates = [os.path.relpath(real, root)]
+    if _inside(lexical, root):
+        candidates.append(os.path.relpath(lexical, root))
+    for rel in candidates:  # the name as written and the file it reaches (a symlink to .env)
+        matched = secret_pattern(rel, settings.secrets)
+        if matched is not None:
+            return (
+                None,
+                "path.secret",
+                f"{raw!r} is a secret file ({rel}, matches `{matched}`): its content must not reach "
+                f"the model; {how_to_allow(rel)}",
+            )
     if write:
         if real == root:
             return None, "path.protected", "the workspace root itself cannot be written"
-        lexical = os.path.normpath(os.path.join(root, expanded))
-        candidates = [os.path.relpath(real, root)]
-        if _inside(lexical, root):
-            candidates.append(os.path.relpath(lexical, root))
         for rel in candidates:
             if is_protected(rel, settings):
                 return (

@@ -61,6 +61,7 @@ RULES: dict[str, str] = {
     "command.cargo": "cargo used for anything but test/build/check / `--version`",
     "mode.read": "the command needs command mode (builds, tests, writes)",
     "user.denied": "a deny rule from your configuration matched",
+    "path.secret": "a path names a secret file (.env, *.pem, .ssh/…: docs/secrets.md)",
     "rule.builtin": "a built-in rule ([[rules]] data) matched; the reason names it",
     "rule.user": "a [[rules]] entry in your user config matched; the reason names its file and line",
     "rule.managed": "a [[rules]] entry in the administrator's managed config matched",

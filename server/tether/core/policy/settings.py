@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tether.core.policy.ruleset import Rule
+from tether.core.policy.secrets import DEFAULT_SECRET_PATTERNS, SecretSettings
 
 
 @dataclass(frozen=True)
@@ -22,4 +23,12 @@ class PolicySettings:
     extra_protected: tuple[str, ...] = field(default_factory=tuple)
     rules: tuple[Rule, ...] = ()
     """Rules as data from every layer (`ruleset.py`): the strictest matching rule wins."""
+    secret_patterns: tuple[str, ...] = DEFAULT_SECRET_PATTERNS
+    """Secret file names (`secrets.py`): the defaults plus `[secrets] paths` from any layer."""
+    secret_allowed: tuple[str, ...] = ()
+    """Workspace-relative paths let through (`[secrets] allow`, user config only)."""
     max_command_length: int = 10_000
+
+    @property
+    def secrets(self) -> SecretSettings:
+        return SecretSettings(self.secret_patterns, frozenset(self.secret_allowed))

@@ -25,6 +25,9 @@ class RunRequest:
 
     `read_only_workspace` makes the whole workspace read-only: for commands the policy allowed in
     read mode, which the gate runs without a checkpoint, so they must not be able to change a thing.
+
+    `masked` are existing secret files and directories inside the workspace (`.env`, `.ssh/`:
+    docs/secrets.md) that no program may read: every backend hides them, read-only mode or not.
     """
 
     argv: tuple[str, ...] | None
@@ -36,6 +39,7 @@ class RunRequest:
     protected: tuple[Path, ...] = ()
     env_passthrough: tuple[str, ...] = ()
     read_only_workspace: bool = False
+    masked: tuple[Path, ...] = ()
     # Fed to the command's stdin, then closed (hooks get their JSON this way); None = /dev/null.
     stdin: bytes | None = None
     # False leaves PATH directories inside the workspace out: a hook's `python3` must not be an

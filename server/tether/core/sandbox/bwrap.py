@@ -117,18 +117,24 @@ def bwrap_args(
         args += ["--bind", str(path), str(path)]
     for path in protected:
         args += ["--ro-bind", str(path), str(path)]
+    for path in request.masked:  # secret files read as empty, secret directories as empty dirs
+        args += _hide(path)
     # Masks go after the workspace bind: a workspace that is a home directory must not re-expose them.
     for path in masked_paths():
         if is_within(path, Path("/tmp")) or is_within(request.workspace, path):
             continue  # /tmp is already private; never hide the workspace itself
-        if path.is_dir() and not path.is_symlink():
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-        else:
-            args += ["--ro-bind", "/dev/null", str(path)]
+        args += _hide(path)
     args += ["--chdir", str(request.cwd), "--"]
     command = list(request.command_argv())
     args += marker.shell_prefix(command) if marker is not None else command
     return args
+
+
+def _hide(path: Path) -> list[str]:
+    """Mount over `path`: an empty read-only directory, or /dev/null for a file."""
+    if path.is_dir() and not path.is_symlink():
+        return ["--tmpfs", str(path), "--remount-ro", str(path)]
+    return ["--ro-bind", "/dev/null", str(path)]
 
 
 class BubblewrapRunner(Runner):

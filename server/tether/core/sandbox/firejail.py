@@ -92,6 +92,7 @@ def firejail_args(
         if is_within(path, Path("/tmp")) or is_within(request.workspace, path):
             continue
         args.append(f"--blacklist={_path_arg(path)}")
+    args += [f"--blacklist={_path_arg(p)}" for p in request.masked]  # workspace secrets: unreadable
     # Host daemon sockets (docker, dbus, …): connect() works on a read-only mount, so hide them.
     # /run/firejail itself must stay: firejail keeps its own state there.
     try:

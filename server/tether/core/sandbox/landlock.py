@@ -87,20 +87,30 @@ def plan_rules(
     abi: int,
     *,
     read_only_workspace: bool = False,
+    hidden: tuple[Path, ...] = (),
 ) -> list[tuple[str, int]]:
-    """(path, rights) pairs: read everywhere but masked paths, write in workspace and tmp only."""
+    """(path, rights) pairs: read everywhere but masked paths, write in workspace and tmp only.
+
+    `hidden` (the workspace's secret files) get no right at all; since a right on a directory
+    holds for everything below it, their ancestors get only the right to list (`READ_DIR`) and
+    every other entry beneath gets its own rule.
+    """
     full = handled_fs(abi)
     rules: list[tuple[str, int]] = []
-    _carve(Path("/"), READ, READ_DIR, [m for m in masked if m != Path("/")], rules)
+    secret = [p for p in hidden if is_within(p, workspace)]
+    _carve(Path("/"), READ, READ_DIR, [m for m in [*masked, *secret] if m != Path("/")], rules)
     if read_only_workspace:
-        rules.append((str(workspace), READ))
+        if secret:
+            _carve(workspace, READ, READ_DIR, secret, rules)
+        else:
+            rules.append((str(workspace), READ))
         rules.append((str(tmpdir), full))
         rules += [(dev, READ_FILE | WRITE_FILE) for dev in _DEV_WRITABLE if os.path.exists(dev)]
         return rules
     ws_closed = [p if p.is_absolute() else workspace / p for p in protected]
-    ws_closed = [p for p in ws_closed if is_within(p, workspace)]
+    ws_closed = [p for p in ws_closed if is_within(p, workspace)] + secret
     if ws_closed:
-        _carve(workspace, full, READ, ws_closed, rules)
+        _carve(workspace, full, READ_DIR if secret else READ, ws_closed, rules)
     else:
         rules.append((str(workspace), full))
     rules.append((str(tmpdir), full))
@@ -193,6 +203,7 @@ class LandlockRunner(Runner):
                     tmpdir,
                     self.abi,
                     read_only_workspace=request.read_only_workspace,
+                    hidden=request.masked,
                 ),
                 "argv": list(request.command_argv()),
                 "cwd": str(request.cwd),

@@ -17,7 +17,7 @@ import os
 import shlex
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
 from tether.core.sandbox.base import RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
+from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
 from tether.errors import PolicyDenied, SandboxUnavailable, ToolInputError
@@ -156,6 +157,7 @@ class Plan:
     protected: tuple[Path, ...]
     env_passthrough: tuple[str, ...]
     max_parallel: int
+    masked: tuple[Path, ...] = ()
 
     def request(self) -> RunRequest:
         return RunRequest(
@@ -169,6 +171,7 @@ class Plan:
             env_passthrough=self.env_passthrough,
             # Read-mode commands run without a checkpoint: the sandbox makes sure they change nothing.
             read_only_workspace=self.permission == "read",
+            masked=self.masked,
         )
 
 
@@ -342,6 +345,16 @@ def shape_result(plan: Plan, run: RunResult) -> ToolOutcome:
 
 def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
     runner = ctx.runner()  # SandboxUnavailable → a failed outcome (fail closed, nothing ran)
+    try:  # listed now, not when planned: a file created since must be hidden too
+        masked = find_secret_paths(
+            plan.workspace, ctx.config.policy.secrets, skip_dirs=ctx.config.checkpoints.regenerated
+        )
+    except OSError as exc:
+        return failure(
+            f"refused: the workspace's secret files could not be listed ({exc}), so they could not be "
+            "hidden from the command; nothing ran"
+        )
+    plan = replace(plan, masked=masked)
     sem = _semaphore(plan.max_parallel)
     while not sem.acquire(timeout=0.1):
         if ctx.cancel.is_set():
@@ -350,7 +363,25 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
         run = runner.run(plan.request(), ctx.cancel)
     finally:
         sem.release()
-    return shape_result(plan, run)
+    outcome = shape_result(plan, run)
+    note = masked_note(plan.workspace, masked, plan.display, run.stdout + run.stderr)
+    if note is not None:
+        outcome.warnings.append(note)
+    return outcome
+
+
+def masked_note(workspace: Path, masked: tuple[Path, ...], command: str, output: str) -> str | None:
+    """Say so when a command met a hidden secret: its empty read would otherwise look like a bug."""
+    names = [p.relative_to(workspace).as_posix() for p in masked]
+    met = [n for n in names if n in command or n in output or n.rsplit("/", 1)[-1] in command]
+    if not met:
+        return None
+    shown = ", ".join(met[:5]) + (" …" if len(met) > 5 else "")
+    return (
+        f"secret files are hidden inside the sandbox (they read as empty, writes do not reach them): "
+        f"{shown}. See docs/secrets.md; to let one file through, add it to `[secrets] allow` in your "
+        "user config"
+    )
 
 
 class BashCommandTool:

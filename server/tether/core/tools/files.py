@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.core import fsutil
+from tether.core.policy.secrets import secret_pattern
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.grep import find_rg
 from tether.core.tools.ignore import walk_files
@@ -198,10 +199,18 @@ class ListFilesTool:
             )
             truncated = len(names) > LIST_LIMIT
             shown = names[:LIST_LIMIT]
-            text = "\n".join(shown) if shown else "(no files found)"
+            secret = [n for n in shown if secret_pattern(n, ctx.config.policy.secrets) is not None]
+            marked = [f"{n}  [secret: not readable]" if n in secret else n for n in shown]
+            text = "\n".join(marked) if shown else "(no files found)"
             if truncated:
                 text += f"\n(showing {LIST_LIMIT} of {len(names)} files; list a subdirectory or lower depth)"
-            result = {"path": target.rel, "files": shown, "count": len(names), "truncated": truncated}
+            result = {
+                "path": target.rel,
+                "files": shown,
+                "count": len(names),
+                "truncated": truncated,
+                "secret": secret,
+            }
             return ToolOutcome(ok=True, result=result, text=text)
 
         def dry_run() -> ToolOutcome:

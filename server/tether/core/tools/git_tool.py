@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tether.core.policy.secrets import SecretSettings, secret_globs
 from tether.core.sandbox.env import hardened_git_env
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.inputs import Prepared, resolve, validate
@@ -217,7 +218,8 @@ def build_argv(operation: str, args: list[str], ctx: ToolContext) -> list[str]:
             "--no-color",
             *flags,
             "--",
-            *rel_paths,
+            *(rel_paths or ["."]),
+            *secret_exclusions(ctx.config.policy.secrets),
         ]
     if operation == "add":
         if not rel_paths and not flags:
@@ -229,6 +231,12 @@ def build_argv(operation: str, args: list[str], ctx: ToolContext) -> list[str]:
     for message in messages:
         argv += ["-m", message]
     return argv
+
+
+def secret_exclusions(settings: SecretSettings) -> list[str]:
+    """Pathspecs that keep secret files out of a diff (docs/secrets.md): a tracked `.env` shows as
+    changed in `status`, but its lines never reach the model."""
+    return [f":(top,exclude,icase,glob){glob}" for glob in secret_globs(settings)]
 
 
 class GitOperationTool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tether.core.policy.secrets import SecretSettings, secret_pattern
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.ignore import walk_files
 from tether.core.tools.inputs import Prepared, resolve, validate
@@ -88,6 +89,7 @@ class Query:
     mode: str
     glob: str | None
     max_results: int
+    secrets: SecretSettings = field(default_factory=SecretSettings)
 
 
 def find_rg() -> str | None:
@@ -297,9 +299,16 @@ def run_search(q: Query, *, engine: str = "auto") -> tuple[str, dict[str, Any]]:
     if "\n" in q.pattern:
         raise ToolInputError("grep: the pattern must be a single line (no newline characters)")
     stop_after = q.max_results if q.mode == "content" else sys.maxsize
-    files = search_rg(rg, q, stop_after) if rg is not None else search_python(q)
+    found = search_rg(rg, q, stop_after) if rg is not None else search_python(q)
+    files = [hits for hits in found if secret_pattern(hits.path, q.secrets) is None]
     text, stats = format_hits(files, q)
     stats["engine"] = "ripgrep" if rg is not None else "python"
+    stats["secretFilesSkipped"] = left_out = len(found) - len(files)
+    if left_out:
+        text += (
+            f"\n({left_out} secret file(s) with matches left out: their content must not reach the "
+            "model; docs/secrets.md)"
+        )
     return text, stats
 
 
@@ -327,6 +336,7 @@ class GrepTool:
             mode=a.get("output_mode", "content"),
             glob=a.get("glob"),
             max_results=a.get("max_results", DEFAULT_MAX_RESULTS),
+            secrets=ctx.config.policy.secrets,
         )
 
         def execute() -> ToolOutcome:

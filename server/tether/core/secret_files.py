@@ -1,0 +1,93 @@
+"""Find the workspace's secret files on disk, for the sandbox to hide (docs/secrets.md).
+
+Why a walk before every command: the policy refuses commands that *name* a secret, but once a
+program runs (`grep -r KEY .`, a build script, `python3 -c …`) only the sandbox can keep `.env`
+from being read. So each sandboxed command gets the list of secret paths that exist right now, and
+every backend makes them unreadable. ripgrep lists them in one fast, parallel pass (only files
+whose names match, build-output directories pruned); without ripgrep a Python walk does the same.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from tether.core.checkpoint.regenerated import REGENERATED_DIRS
+from tether.core.policy.secrets import SecretSettings, secret_globs, secret_pattern
+
+WALK_TIMEOUT = 20.0
+
+
+def find_secret_paths(
+    workspace: Path, settings: SecretSettings, *, skip_dirs: Iterable[str] = ()
+) -> tuple[Path, ...]:
+    """Absolute paths to hide: secret files, and whole secret directories (`.ssh/`).
+
+    Symlinks are not listed (a link's target is what gets read: inside the workspace it is
+    listed itself, outside it the sandbox's home masks apply). Raises OSError when the workspace
+    cannot be listed: the caller must not run a command it cannot mask.
+    """
+    root = Path(os.path.realpath(workspace))
+    skip = REGENERATED_DIRS.union(skip_dirs) | {".git"}
+    found = _with_ripgrep(root, settings, skip)
+    if found is None:
+        found = _with_walk(root, settings, skip)
+    hidden: dict[str, None] = {}
+    for rel in sorted(found):
+        target = _mask_target(rel, settings)
+        if target is not None and not any(target.startswith(h + "/") for h in hidden):
+            hidden[target] = None
+    return tuple(root / rel for rel in hidden)
+
+
+def _mask_target(rel: str, settings: SecretSettings) -> str | None:
+    """The path to hide for a secret file: the file, or the secret directory that holds it."""
+    parts = rel.split("/")
+    for end in range(1, len(parts)):
+        prefix = "/".join(parts[:end])
+        if _is_dir_pattern(prefix, settings):
+            return prefix
+    return rel if secret_pattern(rel, settings) is not None else None
+
+
+def _is_dir_pattern(prefix: str, settings: SecretSettings) -> bool:
+    only_dirs = SecretSettings(tuple(p for p in settings.patterns if p.endswith("/")), settings.allowed)
+    return secret_pattern(prefix, only_dirs) is not None
+
+
+def _with_ripgrep(root: Path, settings: SecretSettings, skip: set[str] | frozenset[str]) -> list[str] | None:
+    from tether.core.tools.grep import find_rg
+
+    rg = find_rg()
+    if rg is None:
+        return None
+    argv = [rg, "--files", "--hidden", "--no-ignore", "--no-messages", "--no-config", "--null"]
+    for glob in secret_globs(settings):
+        argv += ["--iglob", glob]
+    for name in sorted(skip):
+        argv += ["--glob", f"!**/{name}"]
+    try:
+        proc = subprocess.run(argv, cwd=root, capture_output=True, timeout=WALK_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode not in (0, 1):  # 1: no file matched
+        return None
+    return [p.removeprefix("./") for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _with_walk(root: Path, settings: SecretSettings, skip: set[str] | frozenset[str]) -> list[str]:
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise):
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = [d for d in dirnames if d not in skip and not os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames:
+            if not os.path.islink(os.path.join(dirpath, name)) and secret_pattern(prefix + name, settings):
+                found.append(prefix + name)
+    return found
+
+
+def _raise(error: OSError) -> None:
+    raise error

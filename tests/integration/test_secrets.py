@@ -1,0 +1,292 @@
+"""Secrets never reach the model (docs/secrets.md): the policy, every tool and every sandbox backend.
+
+A workspace with a `.env` holding a key: the model must not be able to read it by naming it, by a
+glob, a symlink, another case, a redirect, or by running any program in the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _checkpoint_support import init_repo, tether
+
+from tether.core.config import EffectiveConfig
+from tether.core.policy import PolicySettings, check_path, decide
+from tether.core.policy.secrets import DEFAULT_SECRET_PATTERNS, SecretSettings, secret_pattern
+from tether.core.sandbox import probe_backends
+from tether.core.secret_files import find_secret_paths
+from tether.core.session import FaceOverrides, open_session
+
+KEY = "sk-live-0123456789abcdefghijKLMN"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    repo = init_repo(tmp_path / "ws", {"README.md": "hello\n", "app.py": "print('x')\n"})
+    (repo / ".env").write_text(f"API_KEY={KEY}\n")
+    (repo / ".env.example").write_text("API_KEY=\n")
+    (repo / "deploy").mkdir()
+    (repo / "deploy" / "server.PEM").write_text("-----BEGIN PRIVATE KEY-----\nabc\n")
+    (repo / ".ssh").mkdir()
+    (repo / ".ssh" / "id_ed25519").write_text("ssh-secret\n")
+    (repo / ".ssh" / "id_ed25519.pub").write_text("ssh-ed25519 AAAA public\n")
+    os.symlink(".env", repo / "settings.txt")
+    return repo
+
+
+# --- the list ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "secret"),
+    [
+        (".env", True),
+        ("a/b/.ENV", True),
+        (".env.production", True),
+        (".env.example", False),
+        (".env.sample", False),
+        (".env.template", False),
+        ("venv/.env/lib/site.py", False),  # a virtualenv named .env holds no secret by its name
+        ("certs/x.pem", True),
+        ("k/id_rsa", True),
+        ("k/id_rsa.pub", False),
+        ("home/.ssh/config", True),
+        (".aws/credentials", True),
+        ("x/.docker/config.json", True),
+        ("config.json", False),
+        ("credentials.json", True),
+        ("secrets.yaml", True),
+        ("passwords.kdbx", True),
+        (".npmrc", True),
+        ("README.md", False),
+    ],
+)
+def test_the_default_list(path: str, secret: bool) -> None:
+    assert (secret_pattern(path, SecretSettings()) is not None) is secret
+
+
+def test_an_allowed_path_is_let_through_and_nothing_else() -> None:
+    settings = SecretSettings(allowed=frozenset({"config/.env"}))
+    assert secret_pattern("config/.env", settings) is None
+    assert secret_pattern(".env", settings) == ".env"
+
+
+def test_the_project_may_add_names_but_never_remove_or_allow(ws: Path, tmp_path: Path) -> None:
+    (ws / ".tether").mkdir()
+    (ws / ".tether" / "config.toml").write_text('[secrets]\npaths = ["*.token"]\nallow = [".env"]\n')
+    (ws / "ci.token").write_text("t\n")
+    done = tether(
+        ws, "tool", "read_file", "--permissions", "all", "--input", '{"path": "ci.token"}', home=tmp_path
+    )
+    assert json.loads(done.stdout)["isError"] is True
+    assert "`secrets.allow` is ignored" in done.stderr
+    done = tether(
+        ws, "tool", "read_file", "--permissions", "all", "--input", '{"path": ".env"}', home=tmp_path
+    )
+    assert json.loads(done.stdout)["isError"] is True
+
+
+def test_the_user_may_allow_one_file(ws: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config" / "tether" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[secrets]\nallow = [".env"]\n')
+    done = tether(
+        ws, "tool", "read_file", "--permissions", "read", "--input", '{"path": ".env"}', home=tmp_path
+    )
+    assert KEY in json.loads(done.stdout)["text"]
+
+
+# --- the policy: every way of naming one ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat .env",
+        "cat ./.env",
+        "cat x/../.env",
+        "cat .ENV",
+        "cat .e*",
+        "cat .env*",
+        "cat settings.txt",  # a symlink to .env
+        "sort < .env",
+        "head -5 .env",
+        "grep KEY .env",
+        "cat deploy/*",
+        "cat deploy/server.PEM",
+        "cat .ssh/id_ed25519",
+        "ls .ssh && cat .ssh/*",
+        "wc -c .env",
+        "diff .env .env.example",
+        "echo x > .env",
+        "cat README.md > .env",
+    ],
+)
+def test_a_command_naming_a_secret_is_denied_in_every_mode(ws: Path, command: str) -> None:
+    for mode in ("read", "command"):
+        verdict = decide(command, mode, ws, PolicySettings())
+        assert not verdict.allowed, (mode, command)
+    verdict = decide(command, "command", ws, PolicySettings())
+    assert verdict.rule in ("path.secret", "command.blocked", "flag.denied", "mode.read"), verdict
+
+
+def test_the_refusal_says_how_to_allow_the_file(ws: Path) -> None:
+    verdict = decide("cat .env", "read", ws, PolicySettings())
+    assert verdict.rule == "path.secret"
+    assert '[secrets] allow = [".env"]' in verdict.reason
+    check = check_path(".env.example", ws, write=False, settings=PolicySettings())
+    assert check.ok
+
+
+# --- the tools ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("permissions", ["none", "read", "all"])
+def test_read_file_of_a_secret_is_an_error_in_any_mode(ws: Path, tmp_path: Path, permissions: str) -> None:
+    for path in (".env", "settings.txt", ".ENV", "deploy/server.PEM"):
+        tool_input = json.dumps({"path": path})
+        done = tether(
+            ws, "tool", "read_file", "--permissions", permissions, "--input", tool_input, home=tmp_path
+        )
+        result = json.loads(done.stdout)
+        assert result["isError"] is True, (path, done.stdout)
+        assert KEY not in done.stdout
+        assert "secret" in result["text"]
+
+
+def read_file(ws: Path, home: Path, path: str, permissions: str = "all") -> dict[str, object]:
+    """`tether tool read_file` as a process; the JSON result, stderr under `"stderr"`."""
+    done = tether(
+        ws,
+        "tool",
+        "read_file",
+        "--permissions",
+        permissions,
+        "--input",
+        json.dumps({"path": path}),
+        home=home,
+    )
+    return {**json.loads(done.stdout), "stderr": done.stderr, "stdout": done.stdout}
+
+
+def _gate(ws: Path, permissions: str = "all"):  # type: ignore[no-untyped-def]
+    return open_session(ws, FaceOverrides(permissions=permissions), config=EffectiveConfig()).gate
+
+
+def test_grep_leaves_secret_files_out_and_says_so(ws: Path) -> None:
+    (ws / "credentials.json").write_text(f'{{"API_KEY": "{KEY}"}}\n')
+    (ws / "config.json").write_text('{"API_KEY": "from the environment"}\n')
+    result = _gate(ws).call("grep", {"pattern": "API_KEY", "path": "."})
+    assert KEY not in result.text
+    assert "config.json" in result.text  # not a secret
+    assert "secret file(s) with matches left out" in result.text
+    assert result.result["secretFilesSkipped"] >= 1
+
+
+def test_list_files_marks_secret_files(ws: Path) -> None:
+    result = _gate(ws).call("list_files", {"path": ".", "include_hidden": True})
+    assert ".env  [secret: not readable]" in result.text
+    assert ".env" in result.result["secret"]
+    assert ".env.example" not in result.result["secret"]
+
+
+def test_edit_and_write_refuse_secret_files(ws: Path) -> None:
+    gate = _gate(ws)
+    write = gate.call("write_file", {"path": ".env", "content": "API_KEY=stolen\n"})
+    assert write.state == "denied"
+    edit = gate.call(
+        "edit_file", {"path": ".env", "command": "str_replace", "old_str": "API_KEY", "new_str": "X"}
+    )
+    assert edit.state == "denied"
+    assert (ws / ".env").read_text() == f"API_KEY={KEY}\n"
+
+
+def test_git_diff_never_shows_a_tracked_secret(ws: Path) -> None:
+    from _checkpoint_support import git
+
+    git(ws, "add", "-f", ".env")
+    git(ws, "commit", "-q", "-m", "oops, committed the .env")
+    (ws / ".env").write_text("API_KEY=rotated-value-xyz\n")
+    (ws / "README.md").write_text("changed\n")
+    result = _gate(ws).call("git_operation", {"operation": "diff"})
+    assert "README.md" in result.text
+    assert KEY not in result.text
+    assert "rotated-value-xyz" not in result.text
+
+
+# --- the sandbox: any program, every backend ------------------------------------------------------
+
+SNOOPS = [
+    "cat .env",
+    "python3 -c \"print(open('.env').read())\"",
+    "grep -r API_KEY . || true",
+    "find . -name '.env*' -exec cat {} +",
+    "tar cf - . | tar xOf - 2>/dev/null | cat",
+    "cat .ssh/id_ed25519 deploy/server.PEM",
+    "sort settings.txt",
+]
+
+
+def _backends() -> list[str]:
+    return [name for name, status in probe_backends().items() if status.available and name != "none"]
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
+def test_no_program_in_the_sandbox_can_read_a_secret(ws: Path, backend: str) -> None:
+    if backend not in _backends():
+        pytest.skip(f"{backend} does not work on this machine")
+    session = open_session(ws, FaceOverrides(permissions="all", sandbox=backend), config=EffectiveConfig())
+    for snoop in SNOOPS:
+        run, name = session.run_in_sandbox(["bash", "-c", snoop], cwd=ws)
+        assert name == backend
+        assert KEY not in run.stdout + run.stderr, (backend, snoop)
+        assert "ssh-secret" not in run.stdout + run.stderr, (backend, snoop)
+        assert "abc" not in run.stdout, (backend, snoop)
+    run, _ = session.run_in_sandbox(
+        ["bash", "-c", "echo overwritten > .env; rm -f .env; cat README.md"], cwd=ws
+    )
+    assert "hello" in run.stdout  # the rest of the workspace is there
+    assert (ws / ".env").read_text() == f"API_KEY={KEY}\n"  # writing the masked file reached nothing
+
+
+def test_tether_sandbox_cat_env_does_not_print_it(ws: Path, tmp_path: Path) -> None:
+    if not _backends():
+        pytest.skip("no sandbox backend works here")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
+    env.update({"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    argv = [
+        sys.executable,
+        "-m",
+        "tether",
+        "sandbox",
+        "--workspace",
+        str(ws),
+        "--",
+        "cat",
+        ".env",
+        "README.md",
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert "hello" in done.stdout  # the command really ran, in that workspace
+    assert KEY not in done.stdout + done.stderr
+
+
+def test_bash_command_through_the_gate_says_the_file_is_hidden(ws: Path) -> None:
+    if not _backends():
+        pytest.skip("no sandbox backend works here")
+    result = _gate(ws).call("bash_command", {"command": "grep -r API_KEY . || true"})
+    assert KEY not in result.text
+    assert ".env.example" in result.text
+
+
+def test_secret_files_are_found_fast_and_exactly(ws: Path) -> None:
+    (ws / "node_modules" / "pkg").mkdir(parents=True)
+    (ws / "node_modules" / "pkg" / ".env").write_text("vendored\n")
+    found = {p.relative_to(ws).as_posix() for p in find_secret_paths(ws, SecretSettings())}
+    assert found == {".env", "deploy/server.PEM", ".ssh"}
+    assert set(DEFAULT_SECRET_PATTERNS) >= {".env", "*.pem", ".ssh/"}
