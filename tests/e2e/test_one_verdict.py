@@ -82,11 +82,16 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
     return code, json.loads(out)
 
 
-def _expected(check_read: dict[str, Any], check_command: dict[str, Any]) -> tuple[bool, str]:
-    """What every run-side face must answer: read mode first, then command mode (as bash_command does)."""
-    if check_read["allowed"]:
-        return True, check_read["rule"]
-    return bool(check_command["allowed"]), check_command["rule"]
+def _expected(
+    check_read: dict[str, Any], check_command: dict[str, Any], check_workspace: dict[str, Any]
+) -> tuple[bool, str]:
+    """What every run-side face must answer: the lowest mode that allows or asks (read, command,
+    workspace, as bash_command climbs), else command mode's denial. Without permissions an allowed
+    or asked call is a dry run (nobody is asked before the permission is there)."""
+    for check in (check_read, check_command, check_workspace):
+        if check["verdict"] != "deny":
+            return True, check["rule"]
+    return False, check_command["rule"]
 
 
 def _verdict_of(result: dict[str, Any]) -> tuple[bool, str]:
@@ -112,7 +117,8 @@ async def test_every_face_gives_the_same_verdict(
     for command in COMMANDS:
         _, as_read = _cli(capsys, "check", "--json", "--mode", "read", "--workspace", str(ws), command)
         _, as_command = _cli(capsys, "check", "--json", "--mode", "command", "--workspace", str(ws), command)
-        expected = _expected(as_read, as_command)
+        _, as_ws = _cli(capsys, "check", "--json", "--mode", "workspace", "--workspace", str(ws), command)
+        expected = _expected(as_read, as_command, as_ws)
         _, ran = _cli(capsys, "run", "--json", "--permissions", "none", "--workspace", str(ws), command)
         tool_input = json.dumps({"command": command})
         _, tooled = _cli(capsys, "tool", "bash_command", "--input", tool_input, "--workspace", str(ws))
@@ -127,7 +133,8 @@ async def test_every_face_gives_the_same_verdict(
         for command in COMMANDS:
             as_read = await editor.command("tether.checkCommand", {"command": command, "mode": "read"})
             as_command = await editor.command("tether.checkCommand", {"command": command, "mode": "command"})
-            assert _expected(as_read, as_command) == cli[command], (
+            as_ws = await editor.command("tether.checkCommand", {"command": command, "mode": "workspace"})
+            assert _expected(as_read, as_command, as_ws) == cli[command], (
                 f"tether.checkCommand differs on {command!r}"
             )
             ran = await editor.command(

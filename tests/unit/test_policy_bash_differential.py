@@ -28,7 +28,7 @@ pytestmark = [
 
 PROGRAMS = ("ls", "cat", "echo", "head", "wc", "grep", "pwd")
 PRELUDE = "".join(f"{name}() {{ printf '%s\\0' {name} \"$@\" $'\\1' >> \"$LOG\"; }}\n" for name in PROGRAMS)
-WORD = st.text(alphabet=st.sampled_from(list("ab-=.,:/'\"\\ #@%+{}xy012")), min_size=1, max_size=10)
+WORD = st.text(alphabet=st.sampled_from(list("ab-=.,:/'\"\\ #@%+{}xy012$")), min_size=1, max_size=10)
 SEGMENT = st.tuples(
     st.sampled_from(PROGRAMS),
     st.lists(WORD, max_size=3),
@@ -88,6 +88,8 @@ def test_bash_runs_what_the_policy_checked(
         "echo '' \"\" x",
         "echo {x} 'a{b,c}' a\\{b,c\\}",
         "echo -- -n '-e' \"--\"",
+        'grep -E "foo$" x',
+        'echo "$" "a$"b "a$"\'$x\' "\\$"',
     ],
 )
 def test_known_tricky_commands_agree_with_bash(command: str, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ def test_to_json_shape(tmp_path: Path) -> None:
     decision = decide("git log --oneline | head -3", "read", tmp_path, SETTINGS)
     assert decision.to_json() == {
         "allowed": True,
+        "verdict": "allow",
         "rule": "allowed",
         "reason": decision.reason,
         "suggestion": None,

@@ -50,7 +50,23 @@ DENIED_SYNTAX: list[tuple[str, str]] = [
     ("case x in x) ls;; esac", "syntax.control_flow"),
     ("[[ -f x ]]", "syntax.control_flow"),
     ("! ls", "syntax.control_flow"),
-    ("cat <<EOF\nx\nEOF", "syntax.heredoc"),
+    # here-documents: only `cmd <<'EOF' [> file]`, literal body, and where bash ends it
+    ("cat <<EOF\n$(id)\nEOF", "syntax.heredoc"),  # unquoted: bash expands the body
+    ("cat <<EOF\n`id`\nEOF", "syntax.heredoc"),
+    ("cat <<EOF\n${HOME}\nEOF", "syntax.heredoc"),
+    ("cat <<EOF\na\\tb\nEOF", "syntax.heredoc"),
+    ("cat <<EOF | sh\nrm -rf /\nEOF", "syntax.heredoc"),
+    ("cat <<EOF && rm -rf /\nx\nEOF", "syntax.heredoc"),
+    ("cat <<EOF\nfoo\n EOF\nrm -rf /\nEOF", "syntax.parse_error"),  # ` EOF` does not end it
+    ("cat <<EOF\nfoo\nEOF \nrm -rf /\nEOF", "syntax.parse_error"),
+    ("cat <<EOF\nfoo\nEOFX\nrm -rf /\nEOF", "syntax.parse_error"),
+    ('cat <<"EOF" <<X\na\nEOF\nb\nX', "syntax.parse_error"),
+    ("cat <<EOF >x; rm -rf /\nx\nEOF", "syntax.parse_error"),
+    ("cat <<EOF\nno end", "syntax.parse_error"),
+    ("cat <<E'O'F\nx\nEOF", "syntax.parse_error"),
+    ("python3 - <<EOF\nx\nEOF", "syntax.parse_error"),  # tree-sitter drops the `-`: caught
+    ("cat <<'EOF' > /etc/cron.d/x\nx\nEOF", "path.outside_workspace"),
+    ("cat <<'EOF' > .git/hooks/pre-commit\nx\nEOF", "path.protected"),
     ("cat <<< x", "syntax.herestring"),
     ("A=b ls", "syntax.assignment"),
     ("PAGER=sh git log", "syntax.assignment"),
@@ -128,6 +144,44 @@ def test_syntax_bypasses_are_denied(command: str, rule: str, tmp_path: Path) -> 
     assert not decision.allowed
     assert decision.rule == rule, decision.reason
     assert decision.reason
+
+
+HEREDOCS = [
+    "cat <<'EOF' > notes.txt\nhi $HOME `id` $(id) \\t\nEOF",
+    'cat <<"EOF" > notes.txt\n$(id)\nEOF',
+    "cat <<EOF > notes.txt\nplain text, no expansion\nEOF",
+    "cat << EOF >notes.txt\nx\nEOF",
+    "cat <<-'EOF' > notes.txt\n\tindented\n\tEOF\nls",
+    "cat <<'EOF'\nEOF\n",
+    "pwd && cat <<'EOF' > notes.txt\nafter a list, it is the last command's\nEOF",
+]
+
+
+@pytest.mark.parametrize("command", HEREDOCS)
+def test_a_literal_here_document_is_stdin_like_a_pipe(command: str, tmp_path: Path) -> None:
+    decision = decide(command, "command", tmp_path, SETTINGS)
+    assert decision.allowed, decision.reason
+    assert decision.needs_shell
+    assert ("cat",) in [segment.argv for segment in decision.segments]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_bash_ends_the_allowed_here_documents_where_the_policy_does(tmp_path: Path) -> None:
+    """The policy's reading checked against bash itself: the body is data, nothing else runs."""
+    for command in HEREDOCS:
+        probe = tmp_path / "ran"
+        script = command.replace("notes.txt", str(tmp_path / "notes.txt"))
+        run = subprocess.run(
+            ["bash", "-c", script.replace("\nls", f"\ntouch {probe}")],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+        )
+        assert run.returncode == 0, (command, run.stderr)
+        assert "uid=" not in run.stdout
+        assert probe.exists() == command.endswith("\nls")
+        probe.unlink(missing_ok=True)
 
 
 def test_too_long_input_is_denied(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """`tether check`: ask the policy about a command without running anything.
 
-Exit codes (relied on by scripts and the evaluation): 0 allowed, 1 denied, 2 usage error.
+Exit codes (relied on by scripts and the evaluation): 0 allowed, 1 denied (or *ask*: not allowed
+without a person), 2 usage error.
 `--jsonl` is the batch form: one JSON object per input line on stdin, one verdict per line on
 stdout, in order, whatever the input (invalid JSON, NUL bytes, megabyte strings) — a bad line gets
 a denial with rule `input.invalid_json`/`input.invalid_request`, never a crash.
@@ -25,11 +26,14 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "check",
         help="decide whether a command would be allowed (runs nothing)",
-        description="Decide whether the policy allows COMMAND. Exit 0 allowed, 1 denied, 2 usage error.",
+        description=(
+            "Decide whether the policy allows COMMAND. Exit 0 allowed, 1 denied or asks (a person "
+            "would be asked), 2 usage error."
+        ),
     )
     parser.add_argument(
         "--mode",
-        choices=("read", "command"),
+        choices=("read", "command", "workspace"),
         default=DEFAULT_MODE,
         help=f"permission mode to decide for (default: {DEFAULT_MODE})",
     )
@@ -64,6 +68,10 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(decision, ensure_ascii=False) + "\n")
     elif decision["allowed"]:
         print(f"allowed ({decision['rule']}): {decision['reason']}")
+    elif decision.get("verdict") == "ask":
+        print(f"ask ({decision['rule']}): {decision['reason']}")
+        for segment in decision.get("ask", []):
+            print(f"  asks for: {' '.join(segment['argv'])} [{segment['rule']}] {segment['reason']}")
     else:
         print(f"denied ({decision['rule']}): {decision['reason']}")
         if decision.get("suggestion"):

@@ -78,3 +78,13 @@ def _print_session(described: dict[str, Any]) -> None:
     )
     print(f"  config files: {', '.join(described['configSources']) or '(none: built-in defaults)'}")
     print(f"  read-only for every tool and command: {', '.join(described['protected'])}")
+    view = described["workspaceMode"]
+    print("  in workspace mode (any program, in the sandbox):")
+    print(f"    writable: {', '.join(view['writable'])}")
+    print(f"    read-only: the paths above, and everything outside the workspace; network: {view['network']}")
+    print(f"    hidden (secret files here now): {', '.join(view['hidden']) or 'none'}")
+    print(
+        "    writable but not checkpointed (ignored build outputs, they regenerate): "
+        + ", ".join(view["notCheckpointed"])
+    )
+    print(f"  secret files (never read, hidden in the sandbox): {', '.join(described['secretPatterns'])}")

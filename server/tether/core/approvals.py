@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from tether.core.policy.ruleset import subcommand_prefix
+from tether.core.policy.types import Ask
 
 Choice = Literal["allow_once", "allow_session", "allow_always", "deny"]
 CHOICES: tuple[Choice, ...] = get_args(Choice)
@@ -31,16 +32,8 @@ TITLES: dict[Choice, str] = {
 DEFAULT_TIMEOUT = 300.0
 
 
-@dataclass(frozen=True)
-class AskedSegment:
-    """One simple command of the call that needs a person, and why."""
-
-    argv: tuple[str, ...]
-    rule: str
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"argv": list(self.argv), "rule": self.rule, "reason": self.reason}
+AskedSegment = Ask
+"""One simple command of the call that needs a person, and why: the policy's own `Ask`."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from tether.core.hooks import run_hooks
 from tether.core.permissions import Permission, Permissions, format_permissions
 from tether.core.policy import check_path, decide
 from tether.core.policy.ruleset import Rule, rule_for_segment
+from tether.core.policy.types import MODES
 from tether.core.proposals import Hunk, Proposal, ProposalStore, read_current_text
 from tether.core.rules_file import add_user_rule, rule_toml
 from tether.core.sandbox import Runner, select_runner
@@ -243,9 +244,9 @@ class Gate:
 
     def check_command(self, command: str, mode: str = "command") -> dict[str, Any]:
         """The policy's verdict on `command` in `mode`, with this session's effective settings."""
-        if mode not in ("read", "command"):
-            raise ToolInputError(f"mode must be 'read' or 'command', not {mode!r}")
-        decision = decide(command, mode, self.workspace, self.config.policy)  # type: ignore[arg-type]
+        if mode not in MODES:
+            raise ToolInputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        decision = decide(command, mode, self.workspace, self.config.policy)
         result: dict[str, Any] = decision.to_json()
         return result
 
@@ -843,8 +844,10 @@ def _approved_rule(segment: AskedSegment) -> Rule:
 def _refused_by_person(tool: str, need: ApprovalNeed, answer: ApprovalAnswer, asked: bool) -> GateResult:
     """The denial the model gets: the segments, why they needed a person, and the person's message."""
     needs = "; ".join(f"`{' '.join(s.argv)}` ({s.reason})" for s in need.segments)
-    if asked:
+    if asked and answer.reason == ApprovalAnswer("deny").reason:
         message = f"the user denied this command: {needs}"
+    elif asked:  # a timeout, a cancel, a broken answer: say which, the person did not choose
+        message = f"the user was asked about this command — {needs} — but {answer.reason}"
     else:
         message = f"this command needs the user's approval — {needs} — but {answer.reason}"
     if answer.message:

@@ -97,6 +97,12 @@ class Session:
         """The policy's verdict for `command` in `mode`, with exactly the settings the gate uses."""
         return self.gate.check_command(command, mode)
 
+    def explain(self, command: str, mode: str | None = None) -> dict[str, Any]:
+        """Every layer of the decision on `command` (`tether explain`, LSP `tether.explain`)."""
+        from tether.core.explain import explain
+
+        return explain(self.gate, command, mode)
+
     def run_in_sandbox(
         self,
         argv: Sequence[str],
@@ -146,11 +152,15 @@ class Session:
 
     def describe(self) -> dict[str, Any]:
         """The session as faces show it: permissions, sources, protections (for `tether doctor`)."""
+        from tether.core.explain import sandbox_view
+
         return {
             **self.gate.status(),
             "configSources": list(self.config.sources),
             "protected": [_relative(p, self.workspace) for p in self.protected_paths()],
             "warnings": list(self.warnings),
+            "workspaceMode": sandbox_view(self.gate, "workspace"),
+            "secretPatterns": list(self.config.policy.secrets.patterns),
         }
 
 

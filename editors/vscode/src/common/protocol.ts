@@ -20,6 +20,7 @@ export const SERVER_COMMANDS = [
   "tether.toolLog",
   "tether.setPermissions",
   "tether.checkCommand",
+  "tether.explain",
   "tether.cancel",
   "tether.conversations",
   "tether.conversation",

@@ -20,13 +20,14 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from tether.core.policy.asks import ask_for, workspace_program
 from tether.core.policy.lex import Word
 from tether.core.policy.parse import parse
 from tether.core.policy.paths import PathCheck, bare_repository_trap, check_path, resolve_checked
-from tether.core.policy.programs import BLOCKED, PROGRAMS
+from tether.core.policy.programs import BLOCKED, NEVER_IN_WORKSPACE, PROGRAMS
 from tether.core.policy.ruleset import strictest
 from tether.core.policy.settings import PolicySettings
-from tether.core.policy.types import MODES, Decision, Deny, Mode, Redirect, Segment
+from tether.core.policy.types import MODES, Ask, Decision, Deny, Mode, Redirect, Segment
 from tether.core.policy.walk import _COMMAND_NAME, RawCommand, RawRedirect, walk
 
 MAX_GLOB_MATCHES = 1000
@@ -80,9 +81,11 @@ def decide_argv(
                 "call the program by its name",
             )
         words = tuple(Word(value=a, pattern="") for a in argv[1:])
-        segment, user = _check_command(
+        segment, user, ask = _check_command(
             RawCommand(name=name, args=words, redirects=()), mode, workspace, settings, base
         )
+        if ask is not None:
+            return _asking(mode, (segment,), (ask,), needs_shell=False, settings=settings)
         return _allowed(mode, (segment,), needs_shell=False, user_rule=user, settings=settings)
     except Deny as deny:
         return _denied(deny, mode, settings)
@@ -121,7 +124,7 @@ def _at(base: str, path: str) -> str:
 
 def _check_mode(mode: str) -> None:
     if mode not in MODES:
-        raise Deny("input.mode", f"unknown mode {mode!r} (expected read or command)")
+        raise Deny("input.mode", f"unknown mode {mode!r} (expected read, command or workspace)")
 
 
 _CONTROL_ASCII = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -167,6 +170,7 @@ def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings,
     source = command.encode("utf-8")
     walked = walk(parse(source), source)
     segments: list[Segment] = []
+    asks: list[Ask] = []
     user_rule = False
     needs_shell = walked.compound
     # Directories later segments may run in: `cd` adds one, and since a `cd` can fail (`cd x; …`
@@ -179,10 +183,14 @@ def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings,
             needs_shell = True
             continue
         for where in bases:
-            segment, user = _check_command(raw, mode, workspace, settings, where)
+            segment, user, ask = _check_command(raw, mode, workspace, settings, where)
         segments.append(segment)
+        if ask is not None and ask not in asks:
+            asks.append(ask)
         user_rule = user_rule or user
         needs_shell = needs_shell or bool(raw.redirects) or any(w.glob or w.tilde for w in raw.args)
+    if asks:
+        return _asking(mode, tuple(segments), tuple(asks), needs_shell=needs_shell, settings=settings)
     return _allowed(mode, tuple(segments), needs_shell=needs_shell, user_rule=user_rule, settings=settings)
 
 
@@ -224,7 +232,17 @@ def _cd(raw: RawCommand, bases: list[str], workspace: Path, settings: PolicySett
 def _expand(word: Word, workspace: Path, settings: PolicySettings, base: str) -> list[str]:
     """The words bash may produce for `word`: glob matches (a superset) or the word itself."""
     if not word.glob:
-        return [os.path.expanduser(word.value) if word.tilde else word.value]
+        if not word.tilde:
+            return [word.value]
+        home = os.path.expanduser(word.value)
+        # `echo ~` prints your home's path, whatever the program: a `~` word is always a path,
+        # and it must be one inside the workspace.
+        real, rule, reason = resolve_checked(home, str(workspace), write=False, settings=settings)
+        if rule == "path.outside_workspace":  # the reason must not tell the model where home is
+            raise Deny(rule, f"{word.value!r} is in your home directory, outside the workspace")
+        if real is None:
+            raise Deny(rule, reason, _path_suggestion(rule))
+        return [home]
     pattern = word.pattern
     if word.tilde:
         pattern = os.path.expanduser(pattern)
@@ -280,7 +298,12 @@ def _git_normalized(argv: Sequence[str]) -> list[str]:
 
 def _check_command(
     raw: RawCommand, mode: Mode, workspace: Path, settings: PolicySettings, base: str = ""
-) -> tuple[Segment, bool]:
+) -> tuple[Segment, bool, Ask | None]:
+    """One simple command: its segment, whether a user rule allowed it, and why it asks (if so).
+
+    Deny stops here (raised); an ask is returned, so the other segments are still checked and a
+    deny anywhere in the command wins over any ask.
+    """
     name = raw.name
     expanded: list[str] = []
     for word in raw.args:
@@ -292,48 +315,116 @@ def _check_command(
         if _prefix(words, argv) or (name == "git" and _prefix(words, _git_normalized(argv))):
             raise Deny("user.denied", f"`{' '.join(words)}` is denied by your configuration", program=name)
     data_rule = strictest(settings.rules, *((argv, _git_normalized(argv)) if name == "git" else (argv,)))
-    if data_rule is not None and data_rule.decision != "allow":
-        # an ask rule refuses too until the policy can answer *ask* (fail closed)
+    if data_rule is not None and data_rule.decision == "deny":
         raise Deny(data_rule.id, data_rule.reason(), program=name)
-    user_rule = mode == "command" and (
+    ask: Ask | None = None
+    rule_ask: Ask | None = None  # an ask rule that only narrows: applied once the checks pass
+    if data_rule is not None and data_rule.decision == "ask":
+        if mode != "read" and data_rule.source.layer in ("user", "managed"):
+            ask = Ask(literal_argv, data_rule.id, data_rule.reason())  # may widen a deny to an ask
+        else:
+            rule_ask = Ask(literal_argv, data_rule.id, data_rule.reason())
+    user_rule = mode != "read" and (
         any(_prefix(_words(r), argv) for r in settings.extra_allowed)
         or (data_rule is not None and data_rule.decision == "allow")
     )
     program = PROGRAMS.get(name)
-    if user_rule:
-        _generic_paths(expanded, workspace, settings, base)
+    if "/" in name:
+        ask = ask or _workspace_program(literal_argv, mode, workspace, settings, base)
+        _generic_paths(expanded, workspace, settings, base, write=True)
+    elif user_rule or ask is not None:
+        _generic_paths(expanded, workspace, settings, base, write=ask is not None)
     elif program is not None:
-        if mode not in program.modes:
+        if mode not in program.modes and mode != "workspace":
             raise Deny(
                 "mode.read", f"`{name}` needs command mode", "ask for command permission", program=name
             )
-        parsed = program.check(expanded, mode)
-        for p in parsed.read_paths:
-            _require_path(_at(base, p), workspace, False, settings, name)
-        if parsed.write_paths and mode == "read":
-            raise Deny("mode.read", f"`{name}` would write files; read mode allows no writes", program=name)
-        for p in parsed.write_paths:
-            _require_path(_at(base, p), workspace, True, settings, name)
-        if name == "git":
-            _git_trap(parsed.values, workspace, base)
-    elif name in BLOCKED:
+        try:
+            parsed = program.check(expanded, "command" if mode == "workspace" else mode)
+        except Deny as deny:
+            ask = _asked_instead(deny, literal_argv, mode)
+            if ask is None and not (mode == "workspace" and _sandbox_contains(name, deny)):
+                raise
+            _generic_paths(expanded, workspace, settings, base, write=True)
+        else:
+            for p in parsed.read_paths:
+                _require_path(_at(base, p), workspace, False, settings, name)
+            if parsed.write_paths and mode == "read":
+                raise Deny(
+                    "mode.read", f"`{name}` would write files; read mode allows no writes", program=name
+                )
+            for p in parsed.write_paths:
+                _require_path(_at(base, p), workspace, True, settings, name)
+            if name == "git":
+                _git_trap(parsed.values, workspace, base)
+    else:
+        ask = _asked_instead(_refusal(name, expanded), literal_argv, mode)
+        if ask is None and not (mode == "workspace" and name not in NEVER_IN_WORKSPACE):
+            raise _refusal(name, expanded)
+        _generic_paths(expanded, workspace, settings, base, write=True)
+    redirects = tuple(_check_redirect(r, mode, workspace, settings, base) for r in raw.redirects)
+    return Segment(argv=literal_argv, redirects=redirects), user_rule, ask or rule_ask
+
+
+def _refusal(name: str, expanded: Sequence[str]) -> Deny:
+    if name in BLOCKED:
         why, what_instead = BLOCKED[name]
-        raise Deny(
+        return Deny(
             "command.blocked",
             f"`{name}` {why}",
             f"{what_instead} (or add `{name} …` to command_whitelist in your user config)",
             program=name,
         )
-    else:
+    return Deny(
+        "command.unknown",
+        f"`{name}` is not in the allowed list",
+        f"add `{name}` (or a prefix like `{name} {expanded[0] if expanded else '…'}`) to "
+        "command_whitelist in your user config if it is safe, or use workspace mode",
+        program=name,
+    )
+
+
+def _asked_instead(deny: Deny, argv: tuple[str, ...], mode: Mode) -> Ask | None:
+    """A refusal the person may overrule (git state, package installs), outside read mode."""
+    if mode == "read" or deny.rule.startswith(("path.", "git.global_option", "git.bare_repository")):
+        return None
+    reason = ask_for(argv)
+    return Ask(argv, reason.rule, reason.reason) if reason is not None else None
+
+
+def _sandbox_contains(name: str, deny: Deny) -> bool:
+    """In workspace mode a known program's refused flag (`sed -i`, `find -delete`) is fine: the
+    sandbox confines it and the checkpoint undoes it. Git is the exception: its refusals guard
+    the repository's state and the programs its config can run."""
+    return name != "git" and not deny.rule.startswith("path.") and deny.rule not in _NEVER_CONTAINED
+
+
+_NEVER_CONTAINED = frozenset({"go.remote_module"})
+"""Refusals that stand in workspace mode too: they are about code from elsewhere, not files here."""
+
+
+def _workspace_program(
+    argv: tuple[str, ...], mode: Mode, workspace: Path, settings: PolicySettings, base: str
+) -> Ask | None:
+    """`./scripts/build.sh`: a program in the workspace. Read mode refuses it, command mode asks,
+    workspace mode runs it (in the sandbox)."""
+    name = argv[0]
+    if mode == "read" or not workspace_program(argv):
         raise Deny(
-            "command.unknown",
-            f"`{name}` is not in the allowed list",
-            f"add `{name}` (or a prefix like `{name} {expanded[0] if expanded else '…'}`) to "
-            "command_whitelist in your user config if it is safe",
+            "command.path",
+            f"running a program by path ({name!r}) is not allowed"
+            + (" in read mode" if mode == "read" and workspace_program(argv) else ""),
+            "call the program by its name, e.g. `pytest` or `python -m pytest`",
             program=name,
         )
-    redirects = tuple(_check_redirect(r, mode, workspace, settings, base) for r in raw.redirects)
-    return Segment(argv=literal_argv, redirects=redirects), user_rule
+    real, rule, reason = resolve_checked(_at(base, name), str(workspace), write=False, settings=settings)
+    if real is None:
+        raise Deny(rule, reason, _path_suggestion(rule), program=name)
+    if not os.path.isfile(real):
+        raise Deny("command.path", f"{name!r} is not a file in the workspace", program=name)
+    if mode == "workspace":
+        return None
+    return Ask(argv, "ask.workspace_program", f"`{name}` is a program in the workspace that no rule knows")
 
 
 def _git_trap(values: Sequence[tuple[str, str]], workspace: Path, base: str) -> None:
@@ -367,22 +458,39 @@ def _path_suggestion(rule: str) -> str:
     return "work with files inside the workspace only"
 
 
-def _generic_paths(args: Sequence[str], workspace: Path, settings: PolicySettings, base: str) -> None:
-    """For user-allowed prefixes we know no schema, so every operand and every `--opt=value` is
-    treated as a possible path: it must not resolve outside the workspace (through `..`, `~`, an
-    absolute path or a symlink). Names that do not exist resolve inside and pass."""
-    for arg in args:
-        candidate = arg.partition("=")[2] if arg.startswith("-") else arg
-        if not candidate or candidate == "-":
-            continue
-        real, rule, reason = resolve_checked(
-            _at(base, candidate), str(workspace), write=False, settings=settings
-        )
-        if real is None and rule in ("path.outside_workspace", "path.tilde"):
-            raise Deny(rule, reason, _path_suggestion(rule))
-
-
 _DEV_NULL = "/dev/null"
+
+
+def _generic_paths(
+    args: Sequence[str], workspace: Path, settings: PolicySettings, base: str, *, write: bool = False
+) -> None:
+    """For programs we know no schema of (a user-allowed prefix, an asked command, any program in
+    workspace mode), every operand, every `--opt=value` and every `key=value` (`dd of=…`) is
+    treated as a possible path: it must not resolve outside the workspace (through `..`, `~`, an
+    absolute path or a symlink) nor name a secret. With `write` (the program may write what it
+    names) it must not name a protected path either; the workspace itself (`.`) is fine, the
+    sandbox keeps the protected paths in it read-only. Names that do not exist resolve inside and
+    pass."""
+    for arg in args:
+        if arg.startswith("-"):
+            candidates = [arg.partition("=")[2]]
+        else:
+            candidates = [arg, arg.partition("=")[2]] if "=" in arg else [arg]
+        for candidate in candidates:
+            if not candidate or candidate in ("-", _DEV_NULL):
+                continue
+            at = _at(base, candidate)
+            real, rule, reason = resolve_checked(at, str(workspace), write=False, settings=settings)
+            if real is None and rule in ("path.outside_workspace", "path.tilde", "path.secret", "path.nul"):
+                raise Deny(rule, reason, _path_suggestion(rule))
+            if write and real is not None and real != _real_root(workspace):
+                real, rule, reason = resolve_checked(at, str(workspace), write=True, settings=settings)
+                if real is None:
+                    raise Deny(rule, reason, _path_suggestion(rule))
+
+
+def _real_root(workspace: Path) -> str:
+    return os.path.realpath(workspace)
 
 
 def _check_redirect(
@@ -440,8 +548,9 @@ def _check_redirect(
 @lru_cache(maxsize=32)
 def allowed_commands(mode: Mode, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
     """What the model may run in `mode`, for the seed-002 error payload."""
-    names = sorted(n for n, p in PROGRAMS.items() if mode in p.modes)
-    return tuple(names) + (tuple(extra) if mode == "command" else ())
+    listed: Mode = "command" if mode == "workspace" else mode
+    names = sorted(n for n, p in PROGRAMS.items() if listed in p.modes)
+    return tuple(names) + (tuple(extra) if mode != "read" else ())
 
 
 def _allowed(
@@ -459,8 +568,30 @@ def _allowed(
     )
 
 
+def _asking(
+    mode: Mode,
+    segments: tuple[Segment, ...],
+    asks: tuple[Ask, ...],
+    *,
+    needs_shell: bool,
+    settings: PolicySettings,
+) -> Decision:
+    first = asks[0]
+    more = f" (and {len(asks) - 1} more segment(s))" if len(asks) > 1 else ""
+    return Decision(
+        allowed=False,
+        rule=first.rule,
+        reason=f"{first.reason}{more}: the user decides",
+        suggestion="the user is asked to allow it once, for the session, or always",
+        segments=segments,
+        needs_shell=needs_shell,
+        allowed_commands=allowed_commands(mode, settings.extra_allowed),
+        asks=asks,
+    )
+
+
 def _denied(deny: Deny, mode: str, settings: PolicySettings) -> Decision:
-    valid_mode: Mode = "command" if mode == "command" else "read"
+    valid_mode: Mode = mode if mode in MODES else "read"
     return Decision(
         allowed=False,
         rule=deny.rule,

@@ -176,6 +176,11 @@ def _double_quoted(raw: str, i: int, out: list[str], pat: list[tuple[str, bool]]
                 pat.extend((("\\", False), (nxt, False)))
             i += 2
             continue
+        if ch == "$" and raw.startswith('"', i + 1):  # `"foo$"`: literal to bash
+            out.append(ch)
+            pat.append((ch, False))
+            i += 1
+            continue
         if ch == "$":
             raise Deny(
                 "syntax.expansion",

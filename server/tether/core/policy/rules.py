@@ -8,6 +8,10 @@ from __future__ import annotations
 
 RULES: dict[str, str] = {
     "allowed": "every segment matched a built-in schema for the mode",
+    "ask.git_state": "a git command that changes the repository beyond the work tree: a person decides",
+    "ask.package_install": "a package install (pip, npm, cargo, go…): a person decides",
+    "ask.workspace_program": "a program in the workspace no rule knows (command mode): a person decides",
+    "ask.destructive": "`git clean`: deletes untracked files; a person decides",
     "allowed.user_rule": (
         "a segment matched a prefix from your user config's command_whitelist / [policy] allow"
     ),
@@ -78,6 +82,7 @@ RULES: dict[str, str] = {
     "git.subcommand": "a git subcommand outside the read-only set, or a branch/tag/remote change",
     "git.bare_repository": "git would run in a directory laid out as a bare repo (its config runs code)",
     "go.subcommand": "a go subcommand outside build/test/run/vet/list/mod(safe)/version/env",
+    "go.remote_module": "a go module named by remote path and version (`go run x.com/y@v1`): fetched, run",
     "go.ldflags": "linker flags other than -s, -w, -X name=value",
     "sed.script": "a sed script that is not pure printing",
     "date.set": "`date` with an operand other than +FORMAT (sets the clock)",

@@ -9,8 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Mode = Literal["read", "command"]
-MODES: tuple[Mode, ...] = ("read", "command")
+Mode = Literal["read", "command", "workspace"]
+MODES: tuple[Mode, ...] = ("read", "command", "workspace")
+"""The ladder: read < command (the allowlist) < workspace (any program, in the sandbox)."""
+
+Verdict = Literal["allow", "ask", "deny"]
+"""What the policy answers; *ask* means a person decides (docs/policy.md, "Ask")."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,18 @@ class Segment:
 
 
 @dataclass(frozen=True)
+class Ask:
+    """One segment of a command that needs a person, and why."""
+
+    argv: tuple[str, ...]
+    rule: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"argv": list(self.argv), "rule": self.rule, "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class Decision:
     """The verdict on one command.
 
@@ -37,6 +53,9 @@ class Decision:
     when allowed). `needs_shell` is True when the command only means what we checked if bash runs
     it (pipelines, lists, redirects, unquoted globs or tilde); otherwise `segments[0].argv` can be
     exec'd directly. `allowed_commands` lists what the mode allows, for the model's error message.
+
+    An *ask* is `allowed=False` with `asks` listing only the segments that need a person (so a
+    caller that knows nothing of asking refuses: fail closed); `verdict` says which it is.
     """
 
     allowed: bool
@@ -47,16 +66,27 @@ class Decision:
     needs_shell: bool = False
     program: str | None = None
     allowed_commands: tuple[str, ...] = field(default=(), repr=False)
+    asks: tuple[Ask, ...] = ()
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.allowed:
+            return "allow"
+        return "ask" if self.asks else "deny"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "allowed": self.allowed,
+            "verdict": self.verdict,
             "rule": self.rule,
             "reason": self.reason,
             "suggestion": self.suggestion,
             "segments": [list(s.argv) for s in self.segments],
             "needs_shell": self.needs_shell,
         }
+        if self.asks:
+            out["ask"] = [a.to_json() for a in self.asks]
+        return out
 
     def error_payload(self) -> dict[str, Any]:
         """The seed-002 error shape the model receives when a command is refused."""

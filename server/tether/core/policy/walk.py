@@ -11,6 +11,7 @@ blanks (else bash would glue them into one word).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ _ARG_PARTS = frozenset({"word", "string", "string_content", "raw_string", "numbe
 _BLANKS = b" \t\n"
 _INLINE_BLANKS = b" \t"
 _COMMAND_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
+_PROGRAM_PATH = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9._+/-]*\Z")  # a plain path: no glob, `$`, `~`
 # Text bash reads as a redirect's file descriptor when it touches the operator: `0>x`, `{fd}>x`.
 _FD_LIKE = re.compile(rb"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})\Z")
 MAX_DEPTH = 200
@@ -175,9 +177,15 @@ def _statement(node: tree_sitter.Node, source: bytes, result: Walked, depth: int
 def _redirected(children: list[tree_sitter.Node], source: bytes, result: Walked, depth: int) -> None:
     body: tree_sitter.Node | None = None
     redirects: list[RawRedirect] = []
+    heredocs = 0
     for child in children:
         if child.type == "file_redirect":
             redirects.append(_redirect(child, source))
+        elif child.type == "heredoc_redirect" and body is not None and not heredocs:
+            # like a file redirect after a list, it belongs to the last command (`a && cat <<'E'`)
+            redirects.extend(_heredoc(child, source))
+            heredocs += 1
+            result.compound = True  # stdin from a here-document: only bash can run it
         elif body is None and child.type in ("command", "list", "pipeline"):
             body = child
         else:
@@ -194,6 +202,71 @@ def _redirected(children: list[tree_sitter.Node], source: bytes, result: Walked,
     _statement(body, source, result, depth + 1)
     last = result.commands[-1]
     result.commands[-1] = RawCommand(last.name, last.args, last.redirects + tuple(redirects))
+
+
+_HEREDOC_WORD = re.compile(
+    r"""([A-Za-z_][A-Za-z0-9_]*)|'([A-Za-z_][A-Za-z0-9_]*)'|"([A-Za-z_][A-Za-z0-9_]*)"\Z"""
+)
+
+
+def _heredoc(node: tree_sitter.Node, source: bytes) -> list[RawRedirect]:
+    """`cmd <<'EOF' > out` + body: the body is the command's stdin, data like a pipe's.
+
+    Why this much checking: bash, not tree-sitter, decides where a here-document ends, and a line
+    that tree-sitter took for body but bash does not would run as a command. So the end is found
+    again here, the way bash finds it, and must agree with the parse. With an unquoted delimiter
+    bash expands `$`, backticks and `\\` in the body: such a body is refused (quote the delimiter).
+    """
+    kids = node.children
+    refuse = Deny(
+        "syntax.heredoc",
+        "this here-document shape is not allowed",
+        "write `cmd <<'EOF' [> file]`, the body, then `EOF` alone on its line",
+    )
+    if len(kids) < 4 or kids[0].type not in ("<<", "<<-") or kids[1].type != "heredoc_start":
+        raise refuse
+    strip_tabs = kids[0].type == "<<-"
+    found = _HEREDOC_WORD.fullmatch(_text(kids[1]))
+    if found is None:
+        raise refuse
+    delimiter = next(g for g in found.groups() if g)
+    quoted = found.group(1) is None
+    *middle, body, end = kids[2:]
+    if (
+        body.type != "heredoc_body"
+        or end.type != "heredoc_end"
+        or any(k.type != "file_redirect" for k in middle)
+    ):
+        raise refuse
+    redirects = [_redirect(k, source) for k in middle]
+    head = [kids[0], kids[1], *middle]
+    for before, after in itertools.pairwise(head):
+        if source[before.end_byte : after.start_byte].strip(_INLINE_BLANKS):
+            raise refuse
+    line_end = source.find(b"\n", head[-1].end_byte)
+    if line_end < 0 or source[head[-1].end_byte : line_end].strip(_INLINE_BLANKS):
+        raise refuse
+    # Where bash ends it: the first line that is exactly the delimiter (leading tabs dropped for <<-).
+    pos, want = line_end + 1, delimiter.encode()
+    while True:
+        nl = source.find(b"\n", pos)
+        line = source[pos : nl if nl >= 0 else len(source)]
+        if (line.lstrip(b"\t") if strip_tabs else line) == want:
+            break
+        if nl < 0:
+            raise Deny("syntax.heredoc", f"the here-document has no line `{delimiter}` ending it")
+        pos = nl + 1
+    ends_at = pos + len(line)
+    if end.end_byte != ends_at or end.start_byte != ends_at - len(want) or _text(end) != delimiter:
+        raise Deny("syntax.parse_error", "the parser and bash disagree on where the here-document ends")
+    text = source[line_end + 1 : pos]
+    if not quoted and any(c in text for c in (b"$", b"`", b"\\")):
+        raise Deny(
+            "syntax.heredoc",
+            "an unquoted here-document expands `$`, backticks and `\\` in its body",
+            f"quote the delimiter: <<'{delimiter}'",
+        )
+    return redirects
 
 
 def _command(
@@ -245,6 +318,8 @@ def _command_name(node: tree_sitter.Node) -> str:
     if not name.isascii():
         raise Deny("command.non_ascii", f"the command name {name!r} contains non-ASCII characters")
     if "/" in name:
+        if _PROGRAM_PATH.match(name):
+            return name  # `./scripts/build.sh`: the decision checks where it is (decide.py)
         raise Deny(
             "command.path",
             f"running a program by path ({name!r}) is not allowed",
@@ -256,10 +331,24 @@ def _command_name(node: tree_sitter.Node) -> str:
 
 
 def _check_arg_tree(node: tree_sitter.Node) -> None:
-    for child in node.children:
+    children = node.children
+    for index, child in enumerate(children):
+        if _literal_dollar(node, children, index):
+            continue
         if child.is_missing or child.type not in _ARG_PARTS:
             raise _refuse(child)
         _check_arg_tree(child)
+
+
+def _literal_dollar(node: tree_sitter.Node, children: list[tree_sitter.Node], index: int) -> bool:
+    """`"foo$"`: a `$` right before the closing quote is a literal `$` to bash (a regex's end)."""
+    return (
+        node.type == "string"
+        and children[index].type == "$"
+        and index + 1 == len(children) - 1
+        and children[index + 1].type == '"'
+        and children[index].end_byte == children[index + 1].start_byte
+    )
 
 
 def _argument(node: tree_sitter.Node) -> Word:

@@ -40,6 +40,7 @@ class RunRequest:
     env_passthrough: tuple[str, ...] = ()
     read_only_workspace: bool = False
     masked: tuple[Path, ...] = ()
+    extra_env: tuple[tuple[str, str], ...] = ()
     # Fed to the command's stdin, then closed (hooks get their JSON this way); None = /dev/null.
     stdin: bytes | None = None
     # False leaves PATH directories inside the workspace out: a hook's `python3` must not be an

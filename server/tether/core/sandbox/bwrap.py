@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
-from tether.core.sandbox.env import add_git_config, sandbox_env
+from tether.core.sandbox.env import add_git_config, request_env
 from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
 from tether.core.sandbox.profile import (
     ensure_confinable,
@@ -150,9 +150,7 @@ class BubblewrapRunner(Runner):
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
         ensure_confinable(request.workspace, request.cwd)
-        env = sandbox_env(
-            request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
-        )
+        env = request_env(request)
         with contextlib.ExitStack() as stack:
             # A read-only workspace needs no per-path protection (and no placeholders).
             protected = () if request.read_only_workspace else request.protected

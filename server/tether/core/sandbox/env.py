@@ -17,6 +17,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 BASE_ALLOWED = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -51,6 +52,9 @@ _DRIVER_KEY = re.compile(
     re.IGNORECASE,
 )
 
+if TYPE_CHECKING:
+    from tether.core.sandbox.base import RunRequest
+
 
 _FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process)$", re.IGNORECASE)
 
@@ -79,6 +83,16 @@ def sandbox_env(
         path = os.pathsep.join(kept)
     env["PATH"] = path or DEFAULT_PATH
     env.update(hardened_git_env(workspace))
+    return env
+
+
+def request_env(request: RunRequest) -> dict[str, str]:
+    """The environment every backend gives `request`'s command: the allowlist, hardened git, and
+    the request's own additions (`extra_env`, e.g. the commit identity for an approved `git commit`)."""
+    env = sandbox_env(
+        request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
+    )
+    env.update(dict(request.extra_env))
     return env
 
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
-from tether.core.sandbox.env import sandbox_env
+from tether.core.sandbox.env import request_env
 from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
 from tether.core.sandbox.profile import (
     ensure_confinable,
@@ -136,9 +136,7 @@ class FirejailRunner(Runner):
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
         ensure_confinable(request.workspace, request.cwd)
-        env = sandbox_env(
-            request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
-        )
+        env = request_env(request)
         protected = () if request.read_only_workspace else request.protected
         with pinned_protected(request.workspace, protected) as pinned, StartMarker() as marker:
             tool_dirs = tuple(tool_dirs_in_private_tmp(env["PATH"], request.workspace))

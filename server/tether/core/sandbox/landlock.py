@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
-from tether.core.sandbox.env import sandbox_env
+from tether.core.sandbox.env import request_env
 from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
 from tether.core.sandbox.profile import ensure_confinable, is_within, masked_paths
 from tether.errors import SandboxUnavailable
@@ -186,9 +186,7 @@ class LandlockRunner(Runner):
         make_self_undumpable()
         tmpdir = Path(tempfile.mkdtemp(prefix="tether-sandbox-"))
         try:
-            env = sandbox_env(
-                request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
-            )
+            env = request_env(request)
             env["TMPDIR"] = str(tmpdir)
             spec = {
                 "abi": self.abi,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from tether.core.sandbox.base import NO_ISOLATION_WARNING, Runner, RunRequest, RunResult
-from tether.core.sandbox.env import sandbox_env
+from tether.core.sandbox.env import request_env
 from tether.core.sandbox.process import Spawn, run_spawn
 
 
@@ -17,9 +17,7 @@ class NoSandboxRunner(Runner):
     name = "none"
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
-        env = sandbox_env(
-            request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
-        )
+        env = request_env(request)
         spawn = Spawn(
             argv=request.command_argv(),
             env=env,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tether.core.approvals import ApprovalNeed, AskedSegment
 from tether.core.config import EffectiveConfig, Transform
 from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
@@ -28,6 +29,7 @@ from tether.core.sandbox.base import RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
 from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
+from tether.core.tools.git_tool import commit_identity
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
 from tether.errors import PolicyDenied, SandboxUnavailable, ToolInputError
 
@@ -158,6 +160,10 @@ class Plan:
     env_passthrough: tuple[str, ...]
     max_parallel: int
     masked: tuple[Path, ...] = ()
+    git_state: bool = False
+    """An approved git command that changes the repository runs: `.git` is writable, but for its
+    hooks, config, info and Tether's checkpoint store (they make git run programs, or are ours)."""
+    extra_env: tuple[tuple[str, str], ...] = ()
 
     def request(self) -> RunRequest:
         return RunRequest(
@@ -172,16 +178,19 @@ class Plan:
             # Read-mode commands run without a checkpoint: the sandbox makes sure they change nothing.
             read_only_workspace=self.permission == "read",
             masked=self.masked,
+            extra_env=self.extra_env,
         )
 
 
 def _decide(
     command: str, args: list[str] | None, ws: Path, config: EffectiveConfig, cwd: Path
 ) -> tuple[Decision, Permission]:
-    """Read mode first (needs only `read`), then command mode; PolicyDenied when neither allows.
+    """The lowest mode that allows the command (read < command < workspace), or that asks.
 
-    `cwd` is where the command will run: relative paths are judged from there, or `cat ../x`
-    with `directory` set would be checked against the wrong base.
+    The permission the call needs is that mode; a mode whose verdict is *ask* stops the climb (the
+    person decides, at that level). PolicyDenied when every mode denies: the message is the
+    command mode's, the allowlist users know, unless only workspace mode would say more.
+    `cwd` is where the command will run: relative paths are judged from there.
     """
     settings = config.policy
 
@@ -194,10 +203,26 @@ def _decide(
     if as_read.allowed:
         return as_read, "read"
     as_command = run("command")
-    if as_command.allowed:
+    if as_command.allowed or as_command.verdict == "ask":
         return as_command, "command"
+    as_workspace = run("workspace")
+    if as_workspace.allowed or as_workspace.verdict == "ask":
+        return as_workspace, "workspace"
     payload = as_command.error_payload()
     raise PolicyDenied(str(payload["error"]), decision=as_command)
+
+
+def approval_need(decision: Decision, display: str, permission: Permission) -> ApprovalNeed | None:
+    """The question for the person when the policy's verdict is *ask*: only the segments that need it."""
+    if decision.verdict != "ask":
+        return None
+    return ApprovalNeed(
+        command=display,
+        mode=permission,
+        rule=decision.rule,
+        reason=decision.asks[0].reason,
+        segments=tuple(AskedSegment(a.argv, a.rule, a.reason) for a in decision.asks),
+    )
 
 
 def _refuse_path_through_workspace_links(ws: Path) -> None:
@@ -238,6 +263,7 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
             raise PolicyDenied("bash_command: the policy returned no single command to run", decision)
         argv, script, display = decision.segments[0].argv, None, command
     sandbox = ctx.config.sandbox
+    git_state = any(a.argv and a.argv[0] == "git" for a in decision.asks)
     return Plan(
         display=display,
         original=original if raw_args is None else shlex.join([original, *raw_args]),
@@ -252,10 +278,22 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
         timeout=sandbox.command_timeout,
         max_output_bytes=sandbox.max_output_bytes,
         # PATH tools inside the workspace (an activated .venv) are in this list too: see Gate.
-        protected=tuple(protected_write_paths(ws, ctx.config.policy)),
+        protected=_protected(ws, ctx.config, git_state),
+        git_state=git_state,
         env_passthrough=sandbox.env_passthrough,
         max_parallel=sandbox.max_parallel,
     )
+
+
+GIT_KEPT_READ_ONLY = ("hooks", "config", "info", "tether", "modules", "objects/info")
+
+
+def _protected(ws: Path, config: EffectiveConfig, git_state: bool) -> tuple[Path, ...]:
+    paths = tuple(protected_write_paths(ws, config.policy))
+    git_dir = ws / ".git"
+    if not git_state or not git_dir.is_dir() or git_dir.is_symlink():
+        return paths
+    return tuple(p for p in paths if p != git_dir) + tuple(git_dir / d for d in GIT_KEPT_READ_ONLY)
 
 
 def _transform_fields(plan: Plan) -> dict[str, Any]:
@@ -270,11 +308,12 @@ def dry_run(ctx: ToolContext, plan: Plan) -> ToolOutcome:
     except SandboxUnavailable as exc:
         backend = f"unavailable ({exc})"
     env_names = sorted(sandbox_env(plan.env_passthrough))
-    hint = "--tool=command" if plan.permission == "command" else "--tool=read"
-    text = (
-        f"Dry-run: would execute command: {plan.display}\nReason: {plan.reason}\n"
-        f"Use {hint} or --tool=all to execute"
-    )
+    if plan.permission == "workspace":
+        how = "Needs workspace permission (any program, in the sandbox): use --permissions workspace"
+    else:
+        hint = "--tool=command" if plan.permission == "command" else "--tool=read"
+        how = f"Use {hint} or --tool=all to execute"
+    text = f"Dry-run: would execute command: {plan.display}\nReason: {plan.reason}\n{how}"
     if plan.transforms:
         text += f"\n(transformed from: {plan.original})"
     result: dict[str, Any] = {
@@ -355,6 +394,8 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
             "hidden from the command; nothing ran"
         )
     plan = replace(plan, masked=masked)
+    if plan.git_state:  # the user's identity, which the sandbox's hidden global config would lose
+        plan = replace(plan, extra_env=tuple(commit_identity(plan.workspace).items()))
     sem = _semaphore(plan.max_parallel)
     while not sem.acquire(timeout=0.1):
         if ctx.cancel.is_set():
@@ -391,9 +432,10 @@ class BashCommandTool:
         plan = make_plan(ctx, args)
         return Prepared(
             permission=plan.permission,
-            mutating=plan.permission == "command",
+            mutating=plan.permission != "read",
             summary=f"bash_command({plan.display})",
             run=lambda: execute(ctx, plan),
             preview=lambda: dry_run(ctx, plan),
             decision=plan.decision.to_json(),
+            approval=approval_need(plan.decision, plan.display, plan.permission),
         )

@@ -116,6 +116,13 @@ def git_env(workspace: Path) -> dict[str, str]:
     return env
 
 
+def commit_identity(workspace: Path) -> dict[str, str]:
+    """`GIT_AUTHOR_*`/`GIT_COMMITTER_*` for a commit git makes outside this tool (an approved
+    `git commit` in the sandbox, where the user's global config is hidden too)."""
+    git = shutil.which("git")
+    return _identity(git, workspace, git_env(workspace)) if git is not None else {}
+
+
 def _identity(git: str, workspace: Path, env: Mapping[str, str]) -> dict[str, str]:
     """The user's name/email for commits: global config is hidden from git, so pass it explicitly.
 

@@ -317,11 +317,27 @@ async def check_command(ls: TetherServer, args: Args) -> dict[str, Any]:
     text = args.string("command", required=True, max_chars=MAX_COMMAND_CHARS)
     mode = args.string("mode") or "command"
     args.done()
-    if mode not in ("read", "command"):
-        raise ParamsError(f"tether.checkCommand: `mode` must be 'read' or 'command', not {mode!r}")
+    if mode not in ("read", "command", "workspace"):
+        raise ParamsError(
+            f"tether.checkCommand: `mode` must be 'read' or 'command' (or 'workspace'), not {mode!r}"
+        )
     gate = await _gate(ls)
     decision: dict[str, Any] = await ls.run_blocking(gate.check_command, text, mode)
     return decision
+
+
+@command("tether.explain")
+async def explain(ls: TetherServer, args: Args) -> dict[str, Any]:
+    text = args.string("command", required=True, max_chars=MAX_COMMAND_CHARS)
+    mode = args.string("mode")
+    args.done()
+    if mode not in (None, "read", "command", "workspace"):
+        raise ParamsError(
+            f"tether.explain: `mode` must be 'read' or 'command' (or 'workspace'), not {mode!r}"
+        )
+    session = await ls.run_blocking(ls.session)
+    report: dict[str, Any] = await ls.run_blocking(session.explain, text, mode)
+    return report
 
 
 @command("tether.cancel")

@@ -8,8 +8,9 @@ and only for the argv prefix it names.
 from __future__ import annotations
 
 _FILES = (
-    "changes or deletes files outside the edit tools' checkpoints",
-    "use the write_file/edit_file tools, or ask the user to move or delete files",
+    "creates, moves or deletes files, which command mode leaves to the edit tools",
+    "use the write_file/edit_file tools, or workspace mode (`--permissions workspace`: any program "
+    "runs in the sandbox, after a checkpoint)",
 )
 _NET = ("reaches the network", "network access is not available to the agent")
 _SHELL = (
@@ -176,3 +177,11 @@ BLOCKED: dict[str, tuple[str, str]] = {
         _SYSTEM,
     ),
 }
+
+NEVER_IN_WORKSPACE: frozenset[str] = frozenset(
+    [name for name, (why, _) in BLOCKED.items() if why in (_NET[0], _PRIV[0], _SYSTEM[0])]
+    + ["chroot", "unshare", "nsenter", "firejail", "bwrap", "eval", "exec", "source", "."]
+)
+"""Refused even in workspace mode, where any other program runs in the sandbox: the network (no
+allowlist yet), privilege, the system and other processes, leaving the sandbox, and the shell
+builtins that run text nobody reviewed."""

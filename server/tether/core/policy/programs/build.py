@@ -169,7 +169,31 @@ def _go_flags(
     return operands
 
 
+def _passthrough(args: Sequence[str], parsed: Parsed) -> None:
+    """Arguments handed on to the program under test (`go test -args`, `npm test --`, `cargo test
+    --`): it reads them as it likes (`-config=/etc/x`), so each one, and each `--opt=value`'s
+    value, is checked as a path it might open; test names and filters resolve inside and pass."""
+    for arg in args:
+        parsed.positionals.append(arg)
+        value = arg.partition("=")[2] if arg.startswith("-") else arg
+        if value and value != "-":
+            parsed.read_paths.append(value)
+
+
+def _no_remote_module(operands: Sequence[str]) -> None:
+    """`pkg@version` names a module to fetch (and, for `go run`, to run) from the network."""
+    for op in operands:
+        if "@" in op:
+            raise Deny(
+                "go.remote_module",
+                f"`{op}` names a module by its remote path and version: go would fetch it (and "
+                "`go run` run it)",
+                "add the dependency to go.mod yourself; build and run the workspace's own packages",
+            )
+
+
 def _go_packages(operands: Sequence[str], parsed: Parsed) -> None:
+    _no_remote_module(operands)
     for op in operands:
         parsed.positionals.append(op)
         if op.startswith((".", "/", "~")) or op.endswith(".go"):
@@ -243,7 +267,7 @@ def _go_subcommand(args: Sequence[str], mode: Mode) -> Parsed:
         if sub == "run":  # go run [flags] package|files... [program arguments]
             files = [op for op in ops if op.endswith(".go")]
             _go_packages(files or ops[:1], parsed)
-            parsed.positionals.extend(ops[len(files or ops[:1]) :])
+            _passthrough(ops[len(files or ops[:1]) :], parsed)
         else:
             _go_packages(ops, parsed)
         return parsed
@@ -252,7 +276,7 @@ def _go_subcommand(args: Sequence[str], mode: Mode) -> Parsed:
             rest, _GO_BUILD_BOOL | _GO_TEST_BOOL, {**_GO_BUILD_VALUED, **_GO_TEST_VALUED}, "go test", parsed
         )
         if "-args" in parsed.options:
-            parsed.positionals.extend(ops)  # everything after -args goes to the test binary
+            _passthrough(ops, parsed)  # everything after -args goes to the test binary
         else:
             _go_packages(ops, parsed)
         return parsed
@@ -264,6 +288,7 @@ def _go_subcommand(args: Sequence[str], mode: Mode) -> Parsed:
             )
         bools, valued = _GO_MOD[rest[0]]
         ops = _go_flags(rest[1:], bools, valued, f"go mod {rest[0]}", parsed)
+        _no_remote_module(ops)
         parsed.positionals.extend(ops)  # module paths / package patterns, not files
         return parsed
     reasons = {
@@ -399,7 +424,9 @@ def _npm(args: Sequence[str], mode: Mode) -> Parsed:
     if head in (["test"], ["t"], ["run", "test"], ["run-script", "test"]):
         if mode == "read":
             raise Deny("mode.read", "running tests needs command mode", "ask for command permission")
-        return Parsed(options=head, positionals=tail)
+        parsed = Parsed(options=head)
+        _passthrough(tail, parsed)
+        return parsed
     raise Deny(
         "command.npm",
         "only `npm test` (and `npm --version`) is allowed",
@@ -465,7 +492,7 @@ def _cargo(args: Sequence[str], mode: Mode) -> Parsed:
         cut = rest.index("--")
         rest, binary_args = rest[:cut], rest[cut + 1 :]
     parsed = parse_args(rest, _CARGO)
-    parsed.positionals.extend(binary_args)  # flags for the test binary (--nocapture, filters)
+    _passthrough(binary_args, parsed)  # flags for the test binary (--nocapture, filters)
     return parsed
 
 

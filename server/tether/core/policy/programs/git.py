@@ -359,6 +359,8 @@ SPECS: dict[str, Spec] = {
     ),
     "version": _git_spec("version", "--build-options"),
 }
+_LASTARG_DEFAULT = frozenset({"--merged", "--no-merged", "--contains", "--no-contains"})
+
 for _name, _denied in (
     (
         "branch",
@@ -445,6 +447,9 @@ def _git(args: Sequence[str], mode: Mode) -> Parsed:
     if sub in _SPECIAL:
         inner = _SPECIAL[sub](rest)
     elif sub in SPECS:
+        if sub in ("branch", "tag") and rest and rest[-1] in _LASTARG_DEFAULT:
+            # git's PARSE_OPT_LASTARG_DEFAULT: last on the line, `--merged` means `--merged=HEAD`
+            rest = [*rest[:-1], f"{rest[-1]}=HEAD"]
         inner = parse_args(rest, SPECS[sub])
         needs = _LIST_ONLY.get(sub)
         if needs and inner.positionals and not any(o in needs for o in inner.options):

@@ -1,0 +1,114 @@
+"""What deserves a person: commands the policy answers with *ask* instead of deny.
+
+Why a third verdict: deny is for what escapes or cannot be undone (paths outside the workspace,
+secrets, privilege, the network). Some commands are reasonable but change what a checkpoint does
+not cover, or what the user would want to see first: their repository's history and branches,
+their installed packages, a script in the workspace that no rule knows. Refusing those sends the
+agent into workarounds; running them silently surprises the user. So the person is asked, once per
+compound command, for exactly these segments (docs/policy.md, "Ask").
+
+Only a *deny* of the built-in checks is ever turned into an ask, and only for the exact shapes
+below: a git command with any global option but `-C`/`--no-pager` stays denied, and so does
+anything a path check refuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+GIT_STATE = frozenset(
+    {
+        "commit", "checkout", "switch", "reset", "merge", "rebase", "cherry-pick", "revert",
+        "stash", "branch", "tag", "restore", "pull", "fetch", "push", "am", "clean", "worktree",
+        "submodule", "init", "rm", "mv", "add", "apply", "notes", "gc", "prune", "remote",
+    }
+)  # fmt: skip
+"""git subcommands that change the repository beyond the work tree (refs, index, objects, config)."""
+
+_INSTALLERS: dict[str, frozenset[str]] = {
+    "pip": frozenset({"install", "uninstall", "download"}),
+    "pip3": frozenset({"install", "uninstall", "download"}),
+    "npm": frozenset({"install", "i", "add", "ci", "uninstall", "remove", "update"}),
+    "yarn": frozenset({"add", "install", "remove", "upgrade"}),
+    "pnpm": frozenset({"add", "install", "i", "remove", "update"}),
+    "bun": frozenset({"add", "install", "i", "remove"}),
+    "cargo": frozenset({"add", "install", "remove", "update", "fetch"}),
+    "go": frozenset({"get", "install"}),
+    "poetry": frozenset({"add", "install", "remove", "update", "lock"}),
+    "uv": frozenset({"add", "sync", "remove", "lock", "pip"}),
+    "gem": frozenset({"install", "uninstall"}),
+    "bundle": frozenset({"install", "add", "update"}),
+    "composer": frozenset({"install", "require", "update"}),
+}
+
+_NETWORK_NOTE = "; the sandbox has no network, so only what is already cached can be installed"
+
+
+@dataclass(frozen=True)
+class AskReason:
+    rule: str
+    reason: str
+
+
+def git_subcommand(argv: Sequence[str]) -> str | None:
+    """`git [-C dir] [--no-pager] SUB …` → SUB; None when other global options come first."""
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] == "-C" and i + 1 < len(argv):
+            i += 2
+        elif argv[i] == "--no-pager":
+            i += 1
+        else:
+            return None
+    return argv[i] if i < len(argv) else None
+
+
+_RUNS_PROGRAMS = ("--upload-pack", "--receive-pack", "--exec", "--config", "--template", "--separate-git-dir")
+"""git options whose value is a program (or config that names one): git accepts any unambiguous
+prefix (`--upload-pa=sh`), so a prefix of one of these keeps the command denied, never asked."""
+_SHORT_RUNS: dict[str, tuple[str, ...]] = {
+    "fetch": ("-u",), "pull": ("-u",), "clone": ("-u",), "ls-remote": ("-u",), "rebase": ("-x",),
+}  # fmt: skip
+
+
+def _git_runs_a_program(sub: str, args: Sequence[str]) -> bool:
+    for arg in args:
+        name = arg.split("=", 1)[0]
+        if name.startswith("--") and len(name) > 3 and any(full.startswith(name) for full in _RUNS_PROGRAMS):
+            return True
+        if any(arg.startswith(short) for short in _SHORT_RUNS.get(sub, ())):
+            return True
+    return sub == "submodule" and "foreach" in args
+
+
+def ask_for(argv: Sequence[str]) -> AskReason | None:
+    """The ask class of a command the built-in checks refused, or None (it stays refused)."""
+    if not argv:
+        return None
+    name = argv[0]
+    if name == "git":
+        sub = git_subcommand(argv)
+        if sub in GIT_STATE and not _git_runs_a_program(sub, argv[argv.index(sub) + 1 :]):
+            if sub == "clean":
+                return AskReason(
+                    "ask.destructive",
+                    "`git clean` deletes untracked files; ignored build outputs it removes are not "
+                    "checkpointed",
+                )
+            return AskReason("ask.git_state", f"`git {sub}` changes your repository beyond the work tree")
+        return None
+    if name in ("python", "python3") and list(argv[1:3]) == ["-m", "pip"]:
+        argv = ["pip", *argv[3:]]
+        name = "pip"
+    subs = _INSTALLERS.get(name)
+    if subs is not None and len(argv) > 1 and argv[1] in subs:
+        return AskReason(
+            "ask.package_install", f"`{name} {argv[1]}` changes installed packages{_NETWORK_NOTE}"
+        )
+    return None
+
+
+def workspace_program(argv: Sequence[str]) -> bool:
+    """A program named by a path (`./scripts/build.sh`, `bin/tool`): one that lives in the workspace."""
+    return bool(argv) and "/" in argv[0] and not argv[0].startswith(("/", "~"))
