@@ -36,7 +36,13 @@ def test_the_demo_runs_every_step_offline(tmp_path: Path) -> None:
     assert "reject hunk(s) 2: nothing written" in out
     assert "1 failed, 3 passed" in out  # hunk 1 fixed add(); the rejected hunk 2 leaves mean() broken
     assert "rolled back: restored ['calc.py']" in out
-    assert "hash chain: intact, 11 entries" in out
+    assert "hash chain: intact, 16 entries" in out
+    # the person in the loop: an ask answered in the editor, then workspace mode
+    assert "editor asks: git commit -qam 'fix add'" in out
+    assert "The user says: Not yet" in out
+    assert "permissions → read,command,workspace" in out
+    assert "exit 0, build/NOTES.md written" in out
+    assert "deleted ['build/NOTES.md']" in out
     assert "Ignoring notification" not in out + done.stderr
 
 

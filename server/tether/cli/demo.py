@@ -91,6 +91,8 @@ class Demo:
     buffers: dict[str, Buffer] = field(default_factory=dict)
     accept_checkpoint: str | None = None  # taken before the first accepted hunk: the rollback target
     previews: dict[str, int] = field(default_factory=dict)
+    questions: list[dict[str, Any]] = field(default_factory=list)  # tether/approve requests seen
+    answer: dict[str, Any] = field(default_factory=lambda: {"choice": "deny"})
     # Set once the session starts; the LSP handlers (called by pygls with params only) need them.
     workspace: Path = field(init=False)
     client: LanguageClient = field(init=False)
@@ -164,7 +166,9 @@ class Demo:
         )
         self._show_run(tests["result"])
 
-        self._step(4, f"The agent hears back: {DEMO_FOLLOW_UP!r}")
+        await self._person_in_the_loop(client, workspace)
+
+        self._step(5, f"The agent hears back: {DEMO_FOLLOW_UP!r}")
         second = await self._command(
             client, "tether.ask", {"prompt": DEMO_FOLLOW_UP, "conversationId": first["conversationId"]}
         )
@@ -200,8 +204,62 @@ class Demo:
         if buffer is not None:
             self._check(buffer.path.read_text() == buffer.text, "the accepted buffer was saved to disk")
 
+    async def _person_in_the_loop(self, client: LanguageClient, workspace: Path) -> None:
+        """An ask answered in the editor, then workspace mode: any program, in the sandbox."""
+        self._step(4, "The person in the loop: an approval, then workspace mode")
+        commit = "git commit -qam 'fix add'"
+        explained = await self._command(client, "tether.explain", {"command": commit})
+        self.console.print(
+            f"  tether explain {commit!r}: [yellow]{explained['verdict']}[/] ({explained['rule']}), "
+            f"by mode {explained['modes']}"
+        )
+        self.answer = {"choice": "deny", "message": "Not yet: I commit after my own review."}
+        asked = await self._command(
+            client, "tether.runTool", {"name": "bash_command", "input": {"command": commit}}
+        )
+        result = asked["result"]
+        self.console.print(f"  → [red]{result['state']}[/]; the model is told: {result['text']}")
+        self._check(bool(self.questions), "the editor was asked about `git commit`")
+        self._check(result["state"] == "denied", "the user's Deny stopped the commit")
+        self._check(len(_git(workspace, "log", "--oneline").splitlines()) == 1, "nothing was committed")
+
+        work = (
+            "mkdir -p build && cat <<'EOF' > build/NOTES.md\nadd() is fixed; mean() still divides wrong\nEOF"
+        )
+        before = await self._command(client, "tether.checkCommand", {"command": work, "mode": "command"})
+        self.console.print(
+            f"  in command mode `mkdir … && cat <<'EOF' > …`: {before['verdict']} ({before['rule']})"
+        )
+        changed = await self._command(client, "tether.setPermissions", {"permissions": "workspace"})
+        self.console.print(f"  permissions → [bold]{changed['permissions']}[/] (an audit line of its own)")
+        ran = await self._command(
+            client, "tether.runTool", {"name": "bash_command", "input": {"command": work}}
+        )
+        payload = ran["result"].get("result") or {}
+        written = "written" if (workspace / "build" / "NOTES.md").exists() else "missing"
+        self.console.print(
+            f"  workspace mode ran it in the {payload.get('sandbox', 'sandbox')}: "
+            f"exit {payload.get('exit_code')}, build/NOTES.md {written}"
+        )
+        self._check(ran["result"]["state"] == "executed", "workspace mode ran mkdir and the here-document")
+        await self._command(client, "tether.setPermissions", {"permissions": DEMO_PERMISSIONS})
+
+    def _on_approve(self, params: Any) -> dict[str, Any]:
+        """The editor's approval dialog: show the question, give the scripted answer."""
+        question = _as_dict(params)
+        self.questions.append(question)
+        always = question.get("always") or {}
+        self.console.print(
+            f"  [yellow]editor asks:[/] {question.get('command')} — {question.get('reason')} "
+            f"[{question.get('rule')}]; sandbox network {(question.get('sandbox') or {}).get('network')}"
+        )
+        if always:
+            self.console.print(f'  [dim]  "Always allow" would add to {always.get("file")}[/]')
+        self.console.print(f"  [yellow]user:[/] Deny — {self.answer.get('message')!r}")
+        return self.answer
+
     async def _rollback(self, client: LanguageClient, workspace: Path) -> None:
-        self._step(5, "Rollback: undo the accepted edit from the editor")
+        self._step(6, "Rollback: undo the accepted edit, and what workspace mode did, from the editor")
         listed = (await self._command(client, "tether.checkpoints", {}))["checkpoints"]
         for cp in listed:
             files = ", ".join(cp["files"]) or "nothing"
@@ -235,7 +293,7 @@ class Demo:
 
         from tether.core.session import open_session
 
-        self._step(6, "The audit log (append-only JSONL, hash-chained)")
+        self._step(7, "The audit log (append-only JSONL, hash-chained)")
         entries = (await self._command(client, "tether.toolLog", {"n": 50}))["entries"]
         table = Table(show_edge=False, pad_edge=False)
         for column in ("tool", "state", "rule", "ms", "source", "permissions"):
@@ -273,6 +331,7 @@ class Demo:
         # pygls tags handler functions with attributes, which bound methods cannot carry: wrap them.
         handlers: dict[str, Callable[[Any], Any]] = {
             "tether/event": self._on_event,
+            "tether/approve": self._on_approve,
             types.WORKSPACE_APPLY_EDIT: self._on_apply_edit,
             types.WINDOW_SHOW_MESSAGE: self._on_message,
             types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: self._on_diagnostics,
@@ -294,7 +353,7 @@ class Demo:
                 process_id=os.getpid(),
                 root_uri=workspace.as_uri(),
                 workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
-                initialization_options={"permissions": DEMO_PERMISSIONS},
+                initialization_options={"permissions": DEMO_PERMISSIONS, "approvals": True},
             )
         )
         client.initialized(types.InitializedParams())
