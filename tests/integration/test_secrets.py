@@ -22,7 +22,9 @@ from tether.core.sandbox import probe_backends
 from tether.core.secret_files import find_secret_paths
 from tether.core.session import FaceOverrides, open_session
 
-KEY = "sk-live-0123456789abcdefghijKLMN"
+KEY = "k3y-0123456789abcdefghijKLMN"
+"""Not a known credential format, so the masks are tested on their own (redaction would hide an
+`sk-…` key anyway: see the redaction tests at the end)."""
 
 
 @pytest.fixture
@@ -290,3 +292,69 @@ def test_secret_files_are_found_fast_and_exactly(ws: Path) -> None:
     found = {p.relative_to(ws).as_posix() for p in find_secret_paths(ws, SecretSettings())}
     assert found == {".env", "deploy/server.PEM", ".ssh"}
     assert set(DEFAULT_SECRET_PATTERNS) >= {".env", "*.pem", ".ssh/"}
+
+
+# --- defence in depth on the way out: credentials redacted from what the model reads -----------------
+
+ANTHROPIC = "sk-ant-api03-" + "A1b2C3d4" * 8
+AWS = "AKIA" + "ABCDEFGHIJKLMNOP"
+GITHUB = "ghp_" + "x" * 36
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
+
+
+def test_read_file_hides_credentials_and_the_audit_line_says_so(ws: Path) -> None:
+    (ws / "settings.py").write_text(
+        f'ANTHROPIC = "{ANTHROPIC}"\nAWS = "{AWS}"\nGITHUB = "{GITHUB}"\nKEY = """{PEM}"""\n'
+        'password = "hunter2"  # ordinary source stays as it is\n'
+    )
+    gate = _gate(ws)
+    result = gate.call("read_file", {"path": "settings.py"})
+    for credential in (ANTHROPIC, AWS, GITHUB, "MIIEowIBAAKCAQEA"):
+        assert credential not in result.text
+        assert credential not in json.dumps(result.result)
+    assert result.text.count("[REDACTED credential]") == 4
+    assert 'password = "hunter2"' in result.text
+    assert gate.log()[-1]["redactedCredentials"] == 4
+
+
+def test_a_key_printed_in_two_chunks_is_still_redacted(ws: Path) -> None:
+    if not _backends():
+        pytest.skip("no sandbox backend works here")
+    (ws / "emit.py").write_text(
+        "import sys, time\n"
+        f"sys.stdout.write({ANTHROPIC[:20]!r}); sys.stdout.flush(); time.sleep(0.3)\n"
+        f"sys.stdout.write({ANTHROPIC[20:]!r} + '\\n'); sys.stdout.flush()\n"
+    )
+    result = _gate(ws, "read,command,workspace").call("bash_command", {"command": "python3 emit.py"})
+    assert result.state == "executed", result.text
+    assert ANTHROPIC not in result.text
+    assert ANTHROPIC[20:] not in result.text
+    assert "[REDACTED credential]" in result.text
+
+
+def test_an_edit_that_would_write_the_marker_back_is_refused(ws: Path) -> None:
+    (ws / "settings.py").write_text(f'TOKEN = "{GITHUB}"\nDEBUG = True\n')
+    gate = _gate(ws)
+    seen = gate.call("read_file", {"path": "settings.py"}).text
+    assert "[REDACTED credential]" in seen
+    write = gate.call("write_file", {"path": "settings.py", "content": 'TOKEN = "[REDACTED credential]"\n'})
+    assert write.is_error
+    assert "credential was hidden from you" in write.text
+    edit = gate.call(
+        "edit_file",
+        {"path": "settings.py", "command": "str_replace", "old_str": "DEBUG = True",
+         "new_str": 'DEBUG = False\nOTHER = "[REDACTED credential]"'},
+    )  # fmt: skip
+    assert edit.is_error
+    assert (ws / "settings.py").read_text() == f'TOKEN = "{GITHUB}"\nDEBUG = True\n'
+    fine = gate.call(
+        "edit_file",
+        {
+            "path": "settings.py",
+            "command": "str_replace",
+            "old_str": "DEBUG = True",
+            "new_str": "DEBUG = False",
+        },
+    )
+    assert fine.ok, fine.text
+    assert (ws / "settings.py").read_text() == f'TOKEN = "{GITHUB}"\nDEBUG = False\n'

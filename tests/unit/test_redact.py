@@ -101,3 +101,21 @@ def test_adversarial_large_inputs_finish(chunk: str) -> None:
     text = chunk * (200_000 // len(chunk))
     out = redact_text(text + " password=hunter2")
     assert "hunter2" not in out
+
+
+def test_credentials_only_the_high_confidence_formats_are_redacted_for_the_model() -> None:
+    from tether.core.redact import CREDENTIAL_MARK, redact_credentials
+
+    source = (
+        'API = "sk-ant-api03-' + "a" * 40 + '"\n'
+        'password = "hunter2"\nTOKEN_NAME = "ghp_"  # a prefix alone is not a key\n'
+        "key_id = 'AKIA" + "ABCDEFGHIJKLMNOP" + "'\n"
+    )
+    text, count = redact_credentials(source)
+    assert count == 2
+    assert text.count(CREDENTIAL_MARK) == 2
+    assert 'password = "hunter2"' in text
+    assert 'TOKEN_NAME = "ghp_"' in text
+    nested, n = redact_credentials({"a": ["xoxb-" + "1" * 20, 3, None], "b": "plain"})
+    assert n == 1
+    assert nested == {"a": [CREDENTIAL_MARK, 3, None], "b": "plain"}

@@ -47,6 +47,7 @@ from tether.core.policy import check_path, decide
 from tether.core.policy.ruleset import Rule, rule_for_segment
 from tether.core.policy.types import MODES
 from tether.core.proposals import Hunk, Proposal, ProposalStore, read_current_text
+from tether.core.redact import redact_credentials
 from tether.core.rules_file import add_user_rule, rule_toml
 from tether.core.sandbox import Runner, select_runner
 from tether.core.tools.base import DocumentSource, NoDocuments, Tool, ToolContext, ToolOutcome
@@ -755,6 +756,9 @@ class Gate:
         args = record.args
         result.duration_ms = int((time.monotonic() - record.started) * 1000)
         result.state = state or ("executed" if result.ok else "failed")
+        # What the model reads never carries a private key or a provider key (docs/secrets.md).
+        result.text, in_text = redact_credentials(result.text)
+        result.result, in_result = redact_credentials(result.result)
         entry = make_entry(
             tool=result.tool,
             input=args if isinstance(args, Mapping) else {"raw": repr(args)[:2000]},
@@ -771,6 +775,8 @@ class Gate:
         entry["source"] = record.source
         entry["state"] = result.state
         entry["permissions"] = format_permissions(self._permissions)
+        if in_text or in_result:
+            entry["redactedCredentials"] = max(in_text, in_result)
         warning = self.audit.append(entry)
         if warning:
             result.warnings.append(warning)

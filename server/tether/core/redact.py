@@ -31,29 +31,63 @@ _FLAG_VALUE = re.compile(rf"[ \t]+{_VALUE}")
 _MAX_NAME = 64
 _NOT_SECRET_KEYS = frozenset({"max_tokens", "tokens", "input_tokens", "output_tokens", "token_count"})
 
+CREDENTIAL_MARK = "[REDACTED credential]"
+"""What the model sees in place of a credential; an edit that contains it is refused (tools/edit)."""
+
+_PEM = re.compile(
+    r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK|)-----.*?(?:-----END \1PRIVATE KEY\2-----|\Z)", re.DOTALL
+)
+_CREDENTIALS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{8,}"),  # Anthropic
+    re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{20,}"),  # OpenAI / Stripe style
+    re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),  # AWS key id
+    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b"),  # GitHub tokens
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+    re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"),  # GitLab
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"),  # Google API key
+)
+"""High-confidence credential formats: a private-key block or a provider's key prefix. These, and only
+these, are also removed from what the model reads (`redact_credentials`)."""
+
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # PEM private keys (whole block; an unterminated block to the end of the string)
-    (
-        re.compile(
-            r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK|)-----.*?(?:-----END \1PRIVATE KEY\2-----|\Z)",
-            re.DOTALL,
-        ),
-        f"-----BEGIN PRIVATE KEY----- {MARK} -----END PRIVATE KEY-----",
-    ),
-    (re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{8,}"), MARK),  # Anthropic
-    (re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{20,}"), MARK),  # OpenAI / Stripe style
-    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"), MARK),  # AWS key id
-    (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b"), MARK),  # GitHub tokens
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), MARK),
-    (re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), MARK),  # GitLab
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), MARK),  # Slack
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), MARK),  # Google API key
+    (_PEM, f"-----BEGIN PRIVATE KEY----- {MARK} -----END PRIVATE KEY-----"),
+    *((pattern, MARK) for pattern in _CREDENTIALS),
     (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+"), MARK),  # JWT
     # Authorization: Bearer xxx / Basic xxx / token xxx
     (re.compile(r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9\-._~+/]{8,}=*"), rf"\1\2{MARK}"),
     # scheme://user:password@host
     (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://[^/\s:@]*:)([^@\s/]+)(@)"), rf"\1{MARK}\3"),
 )
+
+
+def redact_credentials(value: Any) -> tuple[Any, int]:
+    """A copy of a JSON-like value with high-confidence credentials replaced by `CREDENTIAL_MARK`,
+    and how many were replaced.
+
+    Why a second, narrower redaction: this one runs on what goes to the model (tool results), where
+    the audit log's broad heuristics (`NAME=value`) would alter ordinary source code. A private key
+    or a provider key in a file or a command's output is never what the model needs.
+    """
+    if isinstance(value, str):
+        count = 0
+        text, n = _PEM.subn(f"-----BEGIN PRIVATE KEY----- {CREDENTIAL_MARK} -----END PRIVATE KEY-----", value)
+        count += n
+        for pattern in _CREDENTIALS:
+            text, n = pattern.subn(CREDENTIAL_MARK, text)
+            count += n
+        return text, count
+    if isinstance(value, Mapping):
+        total = 0
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out[str(key)], n = redact_credentials(item)
+            total += n
+        return out, total
+    if isinstance(value, list | tuple):
+        pairs = [redact_credentials(item) for item in value]
+        return [item for item, _ in pairs], sum(n for _, n in pairs)
+    return value, 0
 
 
 def _is_name_char(ch: str) -> bool:
@@ -136,4 +170,4 @@ def redact_all(value: Any) -> Any:
     return MARK if isinstance(value, str) else value
 
 
-__all__ = ["MARK", "is_secret_key", "redact", "redact_text"]
+__all__ = ["CREDENTIAL_MARK", "MARK", "is_secret_key", "redact", "redact_credentials", "redact_text"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.core import diff, fsutil
+from tether.core.redact import CREDENTIAL_MARK
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.inputs import Prepared, ResolvedPath, resolve, validate
 from tether.errors import ToolInputError
@@ -70,6 +71,12 @@ def load_base(ctx: ToolContext, target: ResolvedPath) -> tuple[fsutil.TextFile, 
 
 
 def check_content(content: str, tool: str) -> None:
+    if CREDENTIAL_MARK in content:
+        raise ToolInputError(
+            f"Error: {tool} content contains {CREDENTIAL_MARK!r}: a credential was hidden from you, and "
+            "writing the marker would destroy it. Leave that line as it is (edit around it), or ask "
+            "the user to change it"
+        )
     if "\x00" in content:
         raise ToolInputError(f"Error: {tool} content contains NUL bytes; only text files can be written")
     size = len(content.encode("utf-8", "surrogatepass"))
