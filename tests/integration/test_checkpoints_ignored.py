@@ -197,3 +197,37 @@ def test_write_file_over_an_ignored_file_then_rollback_restores_it(tmp_path: Pat
     assert back.returncode == 0, back.stdout + back.stderr
     assert (repo / "debug.log").read_text() == "the user's log\n"
     assert not (repo / "new.log").exists()
+
+
+# --- what the checkpoint cannot take is never changed --------------------------------------------------
+
+
+def _small_budget(home: Path) -> None:
+    config = home / "config" / "tether" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[checkpoints]\nmax_file_bytes = 1000\n")
+
+
+@pytest.mark.usefixtures("sandboxed")
+@pytest.mark.parametrize("command", ["echo oops > big.db", "truncate -s 0 big.db", "rm -f big.db"])
+def test_a_file_over_the_budget_is_read_only_to_commands(tmp_path: Path, command: str) -> None:
+    repo = workspace(tmp_path / "ws")
+    (repo / "big.db").write_bytes(b"x" * 5000)  # ignored (*.db), over the 1000-byte budget
+    _small_budget(tmp_path)
+    done = tether(repo, "run", "--json", "--permissions", "workspace", command, home=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["state"] in ("executed", "failed"), result
+    assert "not snapshotted" in " ".join(result.get("warnings", [])) or result["state"] == "failed"
+    assert (repo / "big.db").read_bytes() == b"x" * 5000
+
+
+def test_write_file_refuses_a_file_the_checkpoint_could_not_take(tmp_path: Path) -> None:
+    repo = workspace(tmp_path / "ws")
+    (repo / "big.log").write_text("y" * 5000)
+    _small_budget(tmp_path)
+    tool_input = json.dumps({"path": "big.log", "content": "overwritten\n"})
+    done = tether(repo, "tool", "write_file", "--permissions", "all", "--input", tool_input, home=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["isError"] is True
+    assert "rollback could not restore it" in result["text"]
+    assert (repo / "big.log").read_text() == "y" * 5000

@@ -66,6 +66,14 @@ class Checkpoint:
     tool: str
     message: str
     skipped: tuple[str, ...] = ()
+
+    @property
+    def uncovered(self) -> tuple[str, ...]:
+        """Skipped paths that rollback could neither restore nor delete and nobody chose to leave
+        out: files over the size budget and nested repositories without a commit (not the user's
+        `exclude:` patterns, not `regenerated:` build outputs)."""
+        return tuple(s for s in self.skipped if not s.startswith(("exclude:", "regenerated:")))
+
     warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:

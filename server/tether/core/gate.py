@@ -423,6 +423,8 @@ class Gate:
             try:
                 checkpoint, cp_warnings = self._take_checkpoint(prepared.summary)
                 warnings.extend(cp_warnings)
+                if checkpoint is not None:
+                    ctx.not_checkpointed = tuple(self.workspace / rel for rel in checkpoint.uncovered)
             except CheckpointError as exc:
                 message = (
                     f"refused: no checkpoint could be taken, so this call could not be undone: {exc}. "

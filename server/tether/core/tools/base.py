@@ -66,6 +66,10 @@ class ToolContext:
     runner_factory: Any = None  # Callable[[], Runner]; lazy so read-only sessions never probe sandboxes
     documents: DocumentSource = field(default_factory=NoDocuments)
     cancel: threading.Event = field(default_factory=threading.Event)
+    not_checkpointed: tuple[Path, ...] = ()
+    """Files this call's checkpoint could not take (over the size budget, nested repositories without
+    a commit): set by the gate after the checkpoint. Rollback could not restore them, so the edit
+    tools refuse to overwrite them and commands see them read-only."""
 
     def runner(self) -> Runner:
         if self.runner_factory is None:

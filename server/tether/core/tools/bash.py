@@ -394,6 +394,9 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
             "hidden from the command; nothing ran"
         )
     plan = replace(plan, masked=masked)
+    if ctx.not_checkpointed:  # what rollback could not restore, the command cannot change
+        kept = tuple(p for p in ctx.not_checkpointed if os.path.lexists(p))
+        plan = replace(plan, protected=plan.protected + kept)
     if plan.git_state:  # the user's identity, which the sandbox's hidden global config would lose
         plan = replace(plan, extra_env=tuple(commit_identity(plan.workspace).items()))
     sem = _semaphore(plan.max_parallel)
