@@ -53,6 +53,8 @@ DISABLED_MESSAGE = (
 _NO_COMMIT = re.compile(rb"'(.+?)/?' does not have a commit checked out")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAINTENANCE_EVERY = 10
+PRUNE_GRACE = "1.hour.ago"
+"""Unreachable objects younger than this are kept: a checkpoint being written may still need them."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,8 @@ class Checkpoints:
         self._loc: Location | None = None
         self._git: Git | None = None
         self._user_excludes: tuple[Path, ...] | None = None
+        self.packing_due = False
+        """Set when a checkpoint's retention ran: the caller should `pack_objects()` off its path."""
 
     # --- public API --------------------------------------------------------------------------
 
@@ -148,7 +152,8 @@ class Checkpoints:
             self._recover_locked(loc, git)
             cp = self._create_locked(loc, git, tool, message)
             if _seq_of(cp.ref) % MAINTENANCE_EVERY == 0:
-                self._prune_locked(loc, git)
+                self._expire_locked(git)
+                self.packing_due = True
             return cp
 
     def list(self) -> list[Checkpoint]:
@@ -220,12 +225,39 @@ class Checkpoints:
             return self._recover_locked(loc, git)
 
     def prune(self) -> builtins.list[Checkpoint]:
-        """Apply retention now (also done automatically every few checkpoints)."""
+        """Apply retention and pack now (also done automatically every few checkpoints)."""
         self._require_enabled()
         loc = self._location()
         with locked(loc):
             git = self._prepare(loc)
-            return self._prune_locked(loc, git)
+            doomed = self._expire_locked(git)
+        self.pack_objects()
+        return doomed
+
+    def pack_objects(self) -> None:
+        """Pack and drop unreachable objects: the slow part of maintenance, run off the call's path.
+
+        Why without the lock, so it never holds up a checkpoint (a full repack of a 20k-file store
+        took 6.8 s inside one): each step is safe beside a checkpoint being written. Loose objects
+        are packed incrementally (`repack -d` only drops loose copies already in a pack); a full
+        repack puts unreachable objects in a cruft pack instead of dropping them; and only objects
+        unreachable for an hour are pruned — git freshens an object's time whenever a snapshot writes
+        it again, so nothing a checkpoint in flight uses is that old. A kill at any point loses
+        nothing: git writes a pack completely before it removes what it replaces.
+        """
+        self.packing_due = False
+        if not self.settings.enabled:
+            return
+        loc = self._location()
+        if not (loc.store / "HEAD").is_file():
+            return
+        git = self._prepare(loc)
+        counts = _count_objects(git)
+        if counts.get("packs", 0) > 10:
+            git.run("repack", "-d", "-q", "--cruft", f"--cruft-expiration={PRUNE_GRACE}")
+        elif counts.get("count", 0) > 2000:
+            git.run("repack", "-d", "-q")
+        git.run("prune", f"--expire={PRUNE_GRACE}")
 
     # --- internals ---------------------------------------------------------------------------
 
@@ -485,22 +517,16 @@ class Checkpoints:
         _plan_done, before = self._rollback_locked(loc, git, target, tool="rollback-recovery")
         return before
 
-    def _prune_locked(self, loc: Location, git: Git) -> builtins.list[Checkpoint]:
+    def _expire_locked(self, git: Git) -> builtins.list[Checkpoint]:
+        """Retention: drop the refs of checkpoints past `keep_count`/`keep_days` (one transaction,
+        fast); their objects go later, with `pack_objects`."""
         cps = _list_refs(git)
         keep = max(1, self.settings.keep_count)
         cutoff = datetime.now().astimezone() - timedelta(days=self.settings.keep_days)
         doomed = [cp for i, cp in enumerate(cps) if i >= keep or (i > 0 and _parse_time(cp.time) < cutoff)]
         if doomed:
             git.run("update-ref", "--stdin", input="".join(f"delete {cp.ref}\n" for cp in doomed).encode())
-            git.run("prune", "--expire=now")
         git.run("pack-refs", "--all")  # one packed-refs file instead of hundreds of loose refs
-        counts = _count_objects(git)
-        if counts.get("packs", 0) > 10:
-            git.run("repack", "-a", "-d", "-q")  # one pack; drops objects no checkpoint uses
-            git.run("prune", "--expire=now")
-        elif counts.get("count", 0) > 2000:
-            git.run("repack", "-d", "-q")  # pack the loose objects only
-            git.run("prune-packed", "-q")
         return doomed
 
 

@@ -228,6 +228,7 @@ class Gate:
         self._runner_lock = threading.Lock()
         self._checkpoints: Checkpoints | None = None
         self._checkpoint_lock = threading.Lock()
+        self._packing = threading.Event()  # checkpoint maintenance is running on its thread
 
     # --- what faces ask about ------------------------------------------------------------------
 
@@ -783,7 +784,26 @@ class Gate:
         if warning:
             result.warnings.append(warning)
         self._emit(result)
+        self._pack_after_call()
         return result
+
+    def _pack_after_call(self) -> None:
+        """Checkpoint maintenance (packing, pruning) after the call's result, on a thread of its own:
+        it never delays a call and never holds the store's lock (Checkpoints.pack_objects)."""
+        store = self._checkpoints
+        if store is None or not store.packing_due or self._packing.is_set():
+            return
+        self._packing.set()
+
+        def pack() -> None:
+            try:
+                store.pack_objects()
+            except Exception as exc:  # maintenance is best effort: the next one retries
+                log.warning("checkpoint maintenance failed: %s", exc)
+            finally:
+                self._packing.clear()
+
+        threading.Thread(target=pack, name="tether-checkpoint-maintenance", daemon=True).start()
 
     def _emit(self, result: GateResult) -> None:
         if self.on_event is None:
