@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from _checkpoint_support import git, init_repo, listing, tether, user_git_state
 
-from tether.core.checkpoint.regenerated import regenerated_dir
 from tether.core.checkpoints import Checkpoints
+from tether.core.checkpoints.regenerated import regenerated_dir
 from tether.core.config import CheckpointSettings
 from tether.core.sandbox import auto_choice
 

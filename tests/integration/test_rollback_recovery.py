@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from _checkpoint_support import fingerprint, init_repo, listing
 
-from tether.core.checkpoint import restore
-from tether.core.checkpoints import Checkpoints
+from tether.core.checkpoints import Checkpoints, restore
 from tether.core.config import CheckpointSettings
 from tether.errors import CheckpointError
 

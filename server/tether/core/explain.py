@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.core.checkpoint.regenerated import REGENERATED_DIRS
+from tether.core.checkpoints.regenerated import REGENERATED_DIRS
 from tether.core.policy import decide, decide_argv
 from tether.core.policy.ruleset import Rule, command_argvs, strictest
 from tether.core.policy.types import MODES, Decision, Deny, Mode

@@ -13,7 +13,7 @@ through `Git.run`, which
 * names the author and committer explicitly, so the user's identity config is never needed;
 * translates failures into `CheckpointError` with git's own message.
 
-The checkpoint store is a separate git directory (see `tether.core.checkpoint.store`), so the
+The checkpoint store is a separate git directory (see `tether.core.checkpoints.store`), so the
 user's `.git/config` is never read here at all; the fixed flags are a second line of defence.
 """
 

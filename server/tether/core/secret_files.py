@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from tether.core.checkpoint.regenerated import REGENERATED_DIRS
+from tether.core.checkpoints.regenerated import REGENERATED_DIRS
 from tether.core.policy.secrets import SecretSettings, secret_globs, secret_pattern
 
 WALK_TIMEOUT = 20.0

@@ -2,7 +2,7 @@
 
 Why this design (see docs/checkpoints.md for the user's view):
 
-* A checkpoint is a commit in a *private* store (`tether.core.checkpoint.store`) built from a
+* A checkpoint is a commit in a *private* store (`tether.core.checkpoints.store`) built from a
   *private* index file. The user's HEAD, index, branches, stash, reflog and config are never
   written; nothing in the work tree is renamed or moved aside.
 * The private index persists between checkpoints, so git's stat cache makes the next one cost
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from tether.core.checkpoint import restore
-from tether.core.checkpoint.regenerated import REGENERATED_DIRS, regenerated_dir
-from tether.core.checkpoint.store import (
+from tether.core.checkpoints import restore
+from tether.core.checkpoints.regenerated import REGENERATED_DIRS, regenerated_dir
+from tether.core.checkpoints.store import (
     Location,
     ensure_store,
     ensure_user_exclude,
