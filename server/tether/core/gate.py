@@ -244,13 +244,52 @@ class Gate:
         """Anthropic tool definitions: exactly the tools this gate will run."""
         return [self._tools[name].spec.anthropic_definition() for name in sorted(self._tools)]
 
-    def check_command(self, command: str, mode: str = "command") -> dict[str, Any]:
-        """The policy's verdict on `command` in `mode`, with this session's effective settings."""
+    def check_command(
+        self, command: str, mode: str = "command", *, cwd: Path | None = None
+    ) -> dict[str, Any]:
+        """The policy's verdict on `command` in `mode`, with this session's effective settings.
+
+        `cwd` is where the command will run (default: the workspace root): an agent that keeps its
+        own shell (Claude Code's Bash) may be in a subdirectory, and relative paths resolve there.
+        """
         if mode not in MODES:
             raise ToolInputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        decision = decide(command, mode, self.workspace, self.config.policy)
+        decision = decide(command, mode, self.workspace, self.config.policy, cwd=cwd)
         result: dict[str, Any] = decision.to_json()
         return result
+
+    def check_path(self, path: str, *, write: bool) -> dict[str, Any]:
+        """The policy's verdict on reading or writing `path` (relative: to the workspace root), for
+        faces whose agent reads and edits files itself (Claude Code's Read, Edit, Write): the same
+        outside-the-workspace, protected and secret rules the gate's own tools apply."""
+        found = check_path(path, self.workspace, write=write, settings=self.config.policy)
+        return {
+            "allowed": found.ok,
+            "verdict": "allow" if found.ok else "deny",
+            "rule": found.rule,
+            "reason": found.reason,
+        }
+
+    def record_external(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        ok: bool,
+        result: Mapping[str, Any],
+        source: str,
+        verdict: Verdict | None = None,
+        state: CallState | None = None,
+    ) -> GateResult:
+        """Audit a call another program ran or refused (an agent's own tool), through the one writer.
+
+        The gate did not run it, so nothing is decided here: the line records what the face
+        reports, under the face's `source`, in the same hash chain as the gate's own calls.
+        """
+        gate_result = GateResult(
+            tool=tool, ok=ok, dry_run=False, result=dict(result), text="", verdict=verdict
+        )
+        return self._finish(gate_result, _CallRecord(args, source), state=state)
 
     def checkpoints(self) -> list[dict[str, Any]]:
         store = self._checkpoint_store()

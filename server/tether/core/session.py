@@ -93,9 +93,11 @@ class Session:
         permissions = parse_permissions(text) if isinstance(text, str) else text
         return self.gate.set_permissions(permissions, source=source)
 
-    def check_command(self, command: str, mode: str = "command") -> dict[str, Any]:
+    def check_command(
+        self, command: str, mode: str = "command", *, cwd: Path | None = None
+    ) -> dict[str, Any]:
         """The policy's verdict for `command` in `mode`, with exactly the settings the gate uses."""
-        return self.gate.check_command(command, mode)
+        return self.gate.check_command(command, mode, cwd=cwd)
 
     def explain(self, command: str, mode: str | None = None) -> dict[str, Any]:
         """Every layer of the decision on `command` (`tether explain`, LSP `tether.explain`)."""

@@ -42,6 +42,11 @@ def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _check_structure(messages: list[Any]) -> str | None:
+    # Claude Code 2.1 sends `system`-role messages between turns (environment notes): the API
+    # accepts them; they take no part in the user/assistant alternation checked below.
+    messages = [m for m in messages if not (isinstance(m, Mapping) and m.get("role") == "system")]
+    if not messages:
+        return "messages: at least one `user` message is required"
     first = messages[0]
     if not isinstance(first, Mapping) or first.get("role") != "user":
         return "messages.0: the first message must use the `user` role"
