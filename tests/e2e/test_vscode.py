@@ -177,7 +177,7 @@ def test_package_contents(vsix: Path) -> None:
 
 @pytest.mark.timeout(900)
 def test_e2e_restricted_mode(e2e_cache: Path, vsix: Path) -> None:
-    """Untrusted workspace: Tether stays off and says so; a repository's .vscode/settings.json
+    """Untrusted workspace: Tether runs read-only (mutating commands hidden); a repository's .vscode/settings.json
     naming its own server program never runs it; granting trust starts the user's server; a killed
     server is reported with one message and Restart Server brings exactly one back."""
     _assert_server_ready()
@@ -186,7 +186,10 @@ def test_e2e_restricted_mode(e2e_cache: Path, vsix: Path) -> None:
 
 @pytest.mark.timeout(900)
 def test_e2e_review_accept_rollback(e2e_cache: Path, vsix: Path) -> None:
-    """Set Permission Mode → Check Command… → Run Command in Sandbox… → Ask Agent… (offline Messages
+    """A workspace .vscode/settings.json with tether.permissions = all leaves the session at the user's
+    none (with a notice naming the file) → Set Permission Mode → Check Command… → Run Command in
+    Sandbox… → an ask (git commit) answered in the modal: Allow once commits, Deny with a message runs
+    nothing → workspace mode in the picker, a warning in the status bar → Ask Agent… (offline Messages
     API) makes a proposal → Show Proposal Diff → Accept Hunk at the cursor (checked on disk) →
     Rollback… (checked on disk) → Review in Refactor Preview (unticked: nothing; ticked: hunk 2 on
     disk) → Show Tool Log (newest first, then filtered), through the palette of a real VS Code."""

@@ -148,7 +148,8 @@ function prepare() {
   fs.mkdirSync(path.join(dirs.workspace, ".vscode"));
   fs.writeFileSync(
     path.join(dirs.workspace, ".vscode", "settings.json"),
-    JSON.stringify({ "tether.server.path": evil, "tether.server.interpreter": evil }, null, 2),
+    // …and trying to raise the agent's permissions: a repository may only narrow (issue 12).
+    JSON.stringify({ "tether.server.path": evil, "tether.server.interpreter": evil, "tether.permissions": "all" }, null, 2),
   );
   fs.mkdirSync(path.join(dirs.userData, "User"), { recursive: true });
   const settings = {
@@ -390,6 +391,19 @@ async function statusBarText(pattern) {
   return item.innerText();
 }
 
+function commitCount() {
+  return Number(execFileSync("git", ["rev-list", "--count", "HEAD"], { cwd: dirs.workspace, encoding: "utf8" }).trim());
+}
+
+async function waitFor(predicate, what) {
+  const deadline = Date.now() + STEP_TIMEOUT;
+  while (Date.now() < deadline) {
+    if (predicate()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
 async function waitForFile(expected, what) {
   const file = path.join(dirs.workspace, "stats.py");
   const deadline = Date.now() + STEP_TIMEOUT;
@@ -435,6 +449,11 @@ async function reviewScenario() {
     log(`status bar: ${text.replace(/\s+/g, " ")}`);
     assertEvilNeverRan();
   });
+  await step("the workspace's tether.permissions = all is ignored, with a notice naming the file", async () => {
+    const text = await notification(/tether\.permissions = "all" in .*\.vscode\/settings\.json is ignored/);
+    log(`notice: ${text.replace(/\s+/g, " ")}`);
+    await statusBarText(/Tether: none/); // the server runs with the user's value, not the repository's
+  });
   await step("Set Permission Mode → read", async () => {
     await runCommand("Tether: Set Permission Mode");
     await pickItem("What may the agent do", "read");
@@ -451,6 +470,47 @@ async function reviewScenario() {
     await page.locator(".tab", { hasText: "Command Output.log" }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
     const text = await activeEditorText();
     if (!/^\$ ls$/m.test(text) || !/stats\.py/.test(text)) throw new Error(`unexpected command output:\n${text}`);
+  });
+  await step("an ask: the modal names the command; Allow once runs git commit", async () => {
+    await runCommand("Tether: Set Permission Mode");
+    await pickItem("What may the agent do", "read,command");
+    await statusBarText(/Tether: read,command\b/);
+    const before = commitCount();
+    await runCommand("Tether: Run Tool (JSON)…");
+    await quickInputBox().fill(JSON.stringify({ name: "bash_command", input: { command: "git commit --allow-empty -q -m e2e-approved" } }));
+    await quickInputBox().press("Enter");
+    const dialog = page.locator(".monaco-dialog-box");
+    await dialog.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    const text = await dialog.innerText();
+    for (const want of [/git commit --allow-empty -q -m e2e-approved/, /ask\.git_state/, /network none/, /Always allow/]) {
+      if (!want.test(text)) throw new Error(`the approval modal misses ${want}:\n${text}`);
+    }
+    await docShot("approval-modal");
+    await dialog.locator(".monaco-button", { hasText: /^Allow once$/ }).click();
+    await waitFor(() => commitCount() === before + 1, "the approved commit");
+  });
+  await step("an ask answered Deny with a message runs nothing", async () => {
+    const before = commitCount();
+    await runCommand("Tether: Run Tool (JSON)…");
+    await quickInputBox().fill(JSON.stringify({ name: "bash_command", input: { command: "git commit --allow-empty -q -m e2e-denied" } }));
+    await quickInputBox().press("Enter");
+    const dialog = page.locator(".monaco-dialog-box");
+    await dialog.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    await dialog.locator(".monaco-button", { hasText: /^Deny$/ }).click();
+    await answerInput("Tether: tell the agent why", "commit it yourself later");
+    await notification(/The user says: commit it yourself later/);
+    if (commitCount() !== before) throw new Error("a denied commit ran");
+  });
+  await step("workspace mode in the picker: the status bar warns", async () => {
+    await runCommand("Tether: Set Permission Mode");
+    await pickItem("What may the agent do", "read,command,workspace");
+    await statusBarText(/Tether: read,command,workspace/);
+    const warned = page.locator(".statusbar-item.warning-kind", { hasText: /Tether: read,command,workspace/ });
+    await warned.first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    await docShot("workspace-mode");
+    await runCommand("Tether: Set Permission Mode");
+    await pickItem("What may the agent do", "read");
+    await statusBarText(/Tether: read\b/);
   });
   if (opts.agent) {
     await step("Ask Agent… (offline Messages API) proposes an edit", async () => {
@@ -530,7 +590,8 @@ async function reviewScenario() {
     await page.locator(".editor-instance .view-lines", { hasText: "Tether tool log" }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
     const text = await activeEditorText();
     // Every call is there, and the entries' times never increase going down (newest first).
-    for (const re of [/^\S+\s+rollback\s+OK/m, /^\S+\s+accept\s+OK/m, /^\S+\s+write_file\s+DRY RUN/m, /^\S+\s+bash_command\s+OK/m]) {
+    // Monaco renders only the lines on screen: the newest calls (the denied commit is the oldest shown).
+    for (const re of [/^\S+\s+rollback\s+OK/m, /^\S+\s+accept\s+OK/m, /^\S+\s+write_file\s+DRY RUN/m, /^\S+\s+set_permissions\s+OK/m, /^\S+\s+bash_command\s+(OK|DENIED)/m]) {
       if (!re.test(text)) throw new Error(`tool log misses ${re}:\n${text}`);
     }
     const times = [...text.matchAll(/^(\d{4}-\d{2}-\d{2}T\S+)\s/gm)].map((m) => Date.parse(m[1]));
@@ -590,10 +651,17 @@ async function main() {
       await page.locator(".part.panel .monaco-editor", { hasText: /Tether|tether/ }).first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
     });
   } else if (opts.scenario === "restricted") {
-    await step("Restricted Mode: Tether stays off and says why", async () => {
-      await statusBarText(/Tether: off/);
+    await step("Restricted Mode: Tether runs read-only; what would change things is not in the palette", async () => {
+      await statusBarText(/Tether: read-only \(Restricted Mode\)/);
       await runCommand("Tether: Show Proposal Diff");
-      await notification(/Tether is off in Restricted Mode/);
+      await notification(/no pending proposals/);
+      await page.keyboard.press("Escape");
+      await page.keyboard.press("F1");
+      await quickInputBox().fill(">Tether: Set Permission Mode");
+      await page.waitForTimeout(1000);
+      const offered = await page.locator(".quick-input-list .monaco-list-row", { hasText: "Tether: Set Permission Mode" }).count();
+      await page.keyboard.press("Escape");
+      if (offered !== 0) throw new Error("Set Permission Mode is offered in Restricted Mode");
       assertEvilNeverRan();
     });
     await step("granting trust starts the server from the user's settings only", async () => {

@@ -4,14 +4,21 @@
  * Why pure: these strings are what the user reads to decide whether to accept, roll back or trust a
  * command; they are unit-tested without a server or an editor.
  */
+import { hasWorkspaceMode } from "./settings";
 import type { AuditEntry, CheckCommandResult, CheckpointInfo, GateResult, RollbackResult, StatusResult } from "./protocol";
 
 // --- status bar ---------------------------------------------------------------------------------
 
 /** `Tether: read,write · bubblewrap · 2 pending` — what the agent may do, where commands run. */
-export function statusText(status: Pick<StatusResult, "permissions" | "sandbox" | "pendingProposals">): string {
+export function statusText(status: Pick<StatusResult, "permissions" | "sandbox" | "pendingProposals" | "readOnly">): string {
   const sandbox = status.sandbox.startsWith("unavailable") ? "no sandbox" : status.sandbox;
-  const parts = [`$(shield) Tether: ${status.permissions}`, sandbox];
+  if (status.readOnly === true) {
+    const parts = ["$(lock) Tether: read-only (Restricted Mode)"];
+    if (status.pendingProposals > 0) parts.push(`${status.pendingProposals} pending`);
+    return parts.join(" · ");
+  }
+  const mode = hasWorkspaceMode(status.permissions) ? "$(warning)" : "$(shield)";
+  const parts = [`${mode} Tether: ${status.permissions}`, sandbox];
   if (status.pendingProposals > 0) parts.push(`${status.pendingProposals} pending`);
   return parts.join(" · ");
 }
@@ -21,7 +28,8 @@ export function statusTooltip(status: StatusResult): string {
   const lines = [
     `Tether ${status.version}`,
     `Workspace: ${status.workspace ?? "(none: open a folder)"}`,
-    `Permissions: ${status.permissions}`,
+    `Permissions: ${status.permissions}${hasWorkspaceMode(status.permissions) ? " — workspace mode: any program may run in the sandbox (no network, protected paths read-only), after a checkpoint" : ""}`,
+    ...(status.readOnly === true ? ["Restricted Mode: read-only. Trust the workspace to let the agent act."] : []),
     `Sandbox: ${status.sandbox}`,
     `Pending proposals: ${status.pendingProposals}`,
     `Model: ${status.model ?? "(default)"}`,

@@ -73,6 +73,8 @@ export interface StatusResult {
   model: string | null;
   apiKeyPresent: boolean;
   checkpointsEnabled: boolean;
+  /** Restricted Mode (initializationOptions.readOnly): nothing runs or is written. */
+  readOnly?: boolean;
 }
 
 export interface GateResult {

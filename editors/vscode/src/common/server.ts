@@ -5,6 +5,7 @@
  * together; starting two servers on one workspace would race on its checkpoints. Like ruff-vscode,
  * at most one restart runs and at most one more is queued behind it.
  */
+import * as path from "node:path";
 import * as vscode from "vscode";
 import {
   CloseAction,
@@ -25,6 +26,41 @@ import { initializationOptions, resolveServerCommand, resolveSettings, serverEnv
 import type { StatusItem } from "./status";
 import { which } from "./which";
 import { cleanDocuments, saveAcceptedBuffer } from "./buffers";
+import { type ApprovalAnswer, answerFor, choicesFor, parseQuestion, questionDetail, questionTitle } from "./approve";
+
+/** Notices already shown this session (file, setting, value): each repository override is named once. */
+const shownNotices = new Set<string>();
+
+/**
+ * Answer `tether/approve` with a modal; Deny asks for an optional message for the model. A
+ * malformed question, a closed modal or a cancelled request (the call was cancelled, or timed out
+ * on the server) is a deny.
+ */
+async function askPerson(params: unknown, token: vscode.CancellationToken): Promise<ApprovalAnswer> {
+  const question = parseQuestion(params);
+  if (!question) {
+    logWarn(`tether/approve with malformed params: ${JSON.stringify(params)}; answered deny`);
+    return { choice: "deny" };
+  }
+  const cancelled = new Promise<undefined>((resolve) => token.onCancellationRequested(() => resolve(undefined)));
+  const picked = await Promise.race([
+    vscode.window.showWarningMessage(questionTitle(question), { modal: true, detail: questionDetail(question) }, ...choicesFor(question)),
+    cancelled,
+  ]);
+  if (token.isCancellationRequested) return { choice: "deny" };
+  let message: string | undefined;
+  if (picked === "Deny") {
+    message = await Promise.race([
+      vscode.window.showInputBox({
+        title: "Tether: tell the agent why (optional)",
+        prompt: "Sent to the model with the denial, e.g. what to do instead. Escape sends none.",
+        ignoreFocusOut: true,
+      }),
+      cancelled,
+    ]);
+  }
+  return answerFor(picked, message?.trim() || undefined);
+}
 
 function isAcceptResult(value: unknown): value is AcceptResult {
   const v = value as Partial<AcceptResult> | null;
@@ -87,11 +123,9 @@ export class TetherServer implements vscode.Disposable {
 
   private async start(): Promise<void> {
     this.failure = undefined;
-    if (!vscode.workspace.isTrusted) {
-      this.failure = "Tether is off in Restricted Mode: it starts a program that runs commands in this workspace. Trust the workspace to use it.";
-      this.status.off(this.failure, "workbench.trust.manage");
-      logWarn(this.failure);
-      return;
+    const trusted = vscode.workspace.isTrusted;
+    if (!trusted) {
+      logWarn("Restricted Mode: Tether runs read-only (previews, proposals, log, checkpoints); trust the workspace for more.");
     }
     const folder = vscode.workspace.workspaceFolders?.[0];
     if (!folder || folder.uri.scheme !== "file") {
@@ -99,17 +133,24 @@ export class TetherServer implements vscode.Disposable {
       this.status.off(this.failure);
       return;
     }
-    const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
-    const resolved = resolveSettings(config);
+    const config = vscode.workspace.getConfiguration(CONFIG_SECTION, folder.uri);
+    const folderSettings = path.join(folder.uri.fsPath, ".vscode", "settings.json");
+    const resolved = resolveSettings(config, {
+      workspace: vscode.workspace.workspaceFile?.scheme === "file" ? vscode.workspace.workspaceFile.fsPath : folderSettings,
+      folder: folderSettings,
+    });
     const { settings, problems } = resolved;
     for (const problem of problems) {
       logWarn(problem);
       void vscode.window.showWarningMessage(`Tether: ${problem}`);
     }
-    for (const key of ["server.path", "server.interpreter"]) {
-      const inspected = config.inspect(key);
-      if (inspected?.workspaceValue !== undefined || inspected?.workspaceFolderValue !== undefined) {
-        logWarn(`tether.${key} in the workspace settings is ignored: only your user settings choose the server program.`);
+    for (const notice of resolved.ignored) {
+      const text = `Tether: ${notice.key} = ${JSON.stringify(notice.value)} in ${notice.file} is ignored: ${notice.message}.`;
+      logWarn(text);
+      const once = `${notice.file}\0${notice.key}\0${JSON.stringify(notice.value)}`;
+      if (!shownNotices.has(once)) {
+        shownNotices.add(once); // once per file and setting, not at every restart
+        void vscode.window.showWarningMessage(text);
       }
     }
     const line = resolveServerCommand(settings, (name) => which(name));
@@ -125,7 +166,7 @@ export class TetherServer implements vscode.Disposable {
       workspaceFolder: folder,
       outputChannel: createLog(),
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: initializationOptions(resolved, this.sessionPermissions),
+      initializationOptions: initializationOptions(resolved, this.sessionPermissions, trusted),
       initializationFailedHandler: () => false,
       middleware: {
         // The server's own code lenses and quick fixes run `tether.accept` directly: give them the
@@ -154,6 +195,7 @@ export class TetherServer implements vscode.Disposable {
     client.onNotification("tether/event", (event: TetherEvent) => {
       this.events.fire(event);
     });
+    client.onRequest("tether/approve", (params: unknown, token: vscode.CancellationToken) => askPerson(params, token));
     this.starting = true;
     try {
       await client.start();

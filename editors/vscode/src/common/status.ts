@@ -7,6 +7,7 @@ import * as vscode from "vscode";
 import { COMMANDS } from "./constants";
 import { statusText, statusTooltip } from "./format";
 import type { StatusResult } from "./protocol";
+import { hasWorkspaceMode } from "./settings";
 
 export class StatusItem implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
@@ -40,8 +41,15 @@ export class StatusItem implements vscode.Disposable {
 
   ready(status: StatusResult): void {
     this.item.text = statusText(status);
+    if (status.readOnly === true) {
+      this.item.tooltip = `${statusTooltip(status)}\nClick to manage workspace trust.`;
+      this.item.backgroundColor = undefined;
+      this.item.command = "workbench.trust.manage";
+      return;
+    }
     this.item.tooltip = `${statusTooltip(status)}\nClick to change the permission mode.`;
-    this.item.backgroundColor = undefined;
+    // Workspace mode is never on unnoticed: any program may run (in the sandbox).
+    this.item.backgroundColor = hasWorkspaceMode(status.permissions) ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
     this.item.command = COMMANDS.setPermissionMode;
   }
 

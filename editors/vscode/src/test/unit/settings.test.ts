@@ -2,8 +2,11 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
   DEFAULTS,
+  SETTING_KEYS,
   type SettingsSource,
+  TRUST,
   canonicalPermissions,
+  hasWorkspaceMode,
   initializationOptions,
   needsRestart,
   resolveServerCommand,
@@ -17,6 +20,19 @@ function source(effective: Record<string, unknown>, user: Record<string, unknown
     get: (key) => effective[key],
     // Effective values not in `user` come from the workspace (a repository's .vscode/settings.json).
     inspect: (key) => ({ globalValue: user[key], workspaceValue: key in user ? undefined : effective[key] }),
+  };
+}
+
+/** Values the user set in their own (global) settings. */
+function mine(values: Record<string, unknown>): SettingsSource {
+  return source(values, values);
+}
+
+/** User values, plus workspace (`.vscode/settings.json`) and folder values of a repository. */
+function layered(user: Record<string, unknown>, workspace: Record<string, unknown>, folder: Record<string, unknown> = {}): SettingsSource {
+  return {
+    get: (key) => folder[key] ?? workspace[key] ?? user[key],
+    inspect: (key) => ({ globalValue: user[key], workspaceValue: workspace[key], workspaceFolderValue: folder[key] }),
   };
 }
 
@@ -38,7 +54,7 @@ describe("canonicalPermissions", () => {
 
 describe("resolveSettings", () => {
   test("defaults when nothing is set", () => {
-    const { settings, problems } = resolveSettings(source({}));
+    const { settings, problems } = resolveSettings(mine({}));
     assert.deepEqual(settings, DEFAULTS);
     assert.deepEqual(problems, []);
   });
@@ -60,9 +76,7 @@ describe("resolveSettings", () => {
   });
 
   test("invalid values are reported and fall back to defaults", () => {
-    const { settings, problems } = resolveSettings(
-      source({ permissions: "root", sandbox: "docker", commandTimeout: 0, maxCost: -1 }),
-    );
+    const { settings, problems } = resolveSettings(mine({ permissions: "root", sandbox: "docker", commandTimeout: 0, maxCost: -1 }));
     assert.equal(settings.permissions, "none");
     assert.equal(settings.sandbox, "auto");
     assert.equal(settings.commandTimeout, 30);
@@ -74,18 +88,62 @@ describe("resolveSettings", () => {
     assert.match(problems[3], /tether\.maxCost: -1/);
   });
 
+  test("a repository may only narrow: permissions are intersected with yours, and it says so", () => {
+    const all = layered({ permissions: "read" }, { permissions: "all" });
+    const resolved = resolveSettings(all, { workspace: "/ws/.vscode/settings.json", folder: "/ws/.vscode/settings.json" });
+    assert.equal(resolved.settings.permissions, "read");
+    assert.equal(resolved.ignored.length, 1);
+    assert.equal(resolved.ignored[0].key, "tether.permissions");
+    assert.equal(resolved.ignored[0].file, "/ws/.vscode/settings.json");
+    assert.match(resolved.ignored[0].message, /would grant write, command beyond your user setting \(read\)/);
+    // unset user value: VS Code's default `none`, so a repository can grant nothing
+    const unset = resolveSettings(layered({}, { permissions: "read,command,workspace" }));
+    assert.equal(unset.settings.permissions, "none");
+    assert.deepEqual(initializationOptions(unset), { approvals: true, permissions: "none" });
+    // a narrower value is honoured, from the folder too, without a notice
+    const narrower = resolveSettings(layered({ permissions: "all" }, { permissions: "read,write" }, { permissions: "read" }));
+    assert.equal(narrower.settings.permissions, "read");
+    assert.deepEqual(narrower.ignored, []);
+  });
+
+  test("a repository cannot choose the sandbox, the model or your spending limit; it may shorten the timeout", () => {
+    const repo = layered({ sandbox: "bubblewrap", commandTimeout: 60 }, { sandbox: "none", model: "expensive", maxCost: 99, commandTimeout: 600 }, { commandTimeout: 10 });
+    const resolved = resolveSettings(repo);
+    assert.equal(resolved.settings.sandbox, "bubblewrap");
+    assert.equal(resolved.settings.model, "");
+    assert.equal(resolved.settings.maxCost, 0);
+    assert.equal(resolved.settings.commandTimeout, 10);
+    assert.deepEqual(resolved.ignored.map((i) => i.key).sort(), ["tether.commandTimeout", "tether.maxCost", "tether.model", "tether.sandbox"]);
+    assert.deepEqual(initializationOptions(resolved), { approvals: true, sandbox: "bubblewrap", commandTimeout: 10 });
+  });
+
+  test("every contributed setting is classified for trust", () => {
+    assert.deepEqual(Object.keys(TRUST).sort(), Object.keys(SETTING_KEYS).sort());
+  });
+
+  test("untrusted workspaces: read-only, and nothing from the settings is sent", () => {
+    const set = resolveSettings(mine({ permissions: "all", sandbox: "firejail" }));
+    assert.deepEqual(initializationOptions(set, "all", false), { approvals: true, readOnly: true });
+  });
+
+  test("workspace is granted only by name; all is read,write,command", () => {
+    assert.equal(canonicalPermissions("workspace"), "read,command,workspace");
+    assert.equal(canonicalPermissions("all,workspace"), "read,write,command,workspace");
+    assert.equal(canonicalPermissions("all"), "all");
+    assert.equal(hasWorkspaceMode("read,command,workspace"), true);
+    assert.equal(hasWorkspaceMode("all"), false);
+  });
+
   test("timeout bounds are inclusive, non-numbers rejected", () => {
-    assert.equal(resolveSettings(source({ commandTimeout: 600 })).settings.commandTimeout, 600);
-    assert.equal(resolveSettings(source({ commandTimeout: 1 })).settings.commandTimeout, 1);
-    assert.equal(resolveSettings(source({ commandTimeout: 601 })).problems.length, 1);
-    assert.equal(resolveSettings(source({ commandTimeout: "30" })).problems.length, 1);
-    assert.equal(resolveSettings(source({ commandTimeout: Number.NaN })).problems.length, 1);
+    assert.equal(resolveSettings(mine({ commandTimeout: 600 })).settings.commandTimeout, 600);
+    assert.equal(resolveSettings(mine({ commandTimeout: 1 })).settings.commandTimeout, 1);
+    assert.equal(resolveSettings(mine({ commandTimeout: 601 })).problems.length, 1);
+    assert.equal(resolveSettings(mine({ commandTimeout: "30" })).problems.length, 1);
+    assert.equal(resolveSettings(mine({ commandTimeout: Number.NaN })).problems.length, 1);
   });
 
   test("valid values are kept and permissions canonicalised", () => {
-    const { settings, problems } = resolveSettings(
-      source({ permissions: "write,read", sandbox: "bubblewrap", commandTimeout: 5, model: " claude-x ", maxCost: 0.5 }),
-    );
+    const { settings, problems } = resolveSettings(mine({ permissions: "write,read", sandbox: "bubblewrap", commandTimeout: 5, model: " claude-x ", maxCost: 0.5 }));
     assert.deepEqual(problems, []);
     assert.equal(settings.permissions, "read,write");
     assert.equal(settings.sandbox, "bubblewrap");
@@ -116,24 +174,24 @@ describe("resolveServerCommand", () => {
 
 describe("initializationOptions and environment", () => {
   test("only what the user set is sent; the server's config file decides the rest", () => {
-    assert.deepEqual(initializationOptions(resolveSettings(source({}))), {});
-    const set = resolveSettings(source({ permissions: "write,read", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 }));
-    assert.deepEqual(initializationOptions(set), { permissions: "read,write", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 });
+    assert.deepEqual(initializationOptions(resolveSettings(mine({}))), { approvals: true });
+    const set = resolveSettings(mine({ permissions: "write,read", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 }));
+    assert.deepEqual(initializationOptions(set), { approvals: true, permissions: "read,write", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 });
   });
 
   test("invalid settings are not sent (the server keeps its default)", () => {
-    const bad = resolveSettings(source({ permissions: "root", commandTimeout: 0, sandbox: "bubblewrap" }));
-    assert.deepEqual(initializationOptions(bad), { sandbox: "bubblewrap" });
+    const bad = resolveSettings(mine({ permissions: "root", commandTimeout: 0, sandbox: "bubblewrap" }));
+    assert.deepEqual(initializationOptions(bad), { approvals: true, sandbox: "bubblewrap" });
   });
 
   test("the session's permission mode survives restarts and wins over the setting", () => {
-    const set = resolveSettings(source({ permissions: "all" }));
-    assert.deepEqual(initializationOptions(set, "read"), { permissions: "read" });
-    assert.deepEqual(initializationOptions(resolveSettings(source({})), "none"), { permissions: "none" });
+    const set = resolveSettings(mine({ permissions: "all" }));
+    assert.deepEqual(initializationOptions(set, "read"), { approvals: true, permissions: "read" });
+    assert.deepEqual(initializationOptions(resolveSettings(mine({})), "none"), { approvals: true, permissions: "none" });
   });
 
   test("the API key never goes into initializationOptions", () => {
-    const opts = initializationOptions(resolveSettings(source({ model: "m" }))) as Record<string, unknown>;
+    const opts = initializationOptions(resolveSettings(mine({ model: "m" }))) as unknown as Record<string, unknown>;
     assert.equal("apiKey" in opts, false);
   });
 
