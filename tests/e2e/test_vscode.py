@@ -177,9 +177,10 @@ def test_package_contents(vsix: Path) -> None:
 
 @pytest.mark.timeout(900)
 def test_e2e_restricted_mode(e2e_cache: Path, vsix: Path) -> None:
-    """Untrusted workspace: Tether runs read-only (mutating commands hidden); a repository's .vscode/settings.json
-    naming its own server program never runs it; granting trust starts the user's server; a killed
-    server is reported with one message and Restart Server brings exactly one back."""
+    """Untrusted workspace: Tether runs read-only (mutating commands hidden); a repository's
+    .vscode/settings.json naming its own server program never runs it; granting trust starts the
+    user's server; a killed server is reported with one message and Restart Server brings exactly
+    one back."""
     _assert_server_ready()
     _run_e2e(e2e_cache, vsix, "restricted")
 
