@@ -154,6 +154,10 @@ def test_format_permissions_round_trips() -> None:
 
 
 SAMPLES: dict[str, object] = {
+    "allowed_domains": ["evil.example"],
+    "denied_domains": ["pypi.org"],
+    "presets": ["npm"],
+    "allow_local_addresses": True,
     "git_enabled": False,
     "command_whitelist": ["make deploy"],
     "command_timeout": 5,
@@ -240,4 +244,7 @@ def test_the_widening_keys_are_declared_user_only() -> None:
         "agent.base_url",
         "transforms",
         "permissions",
+        "network.allowed_domains",
+        "network.presets",
+        "network.allow_local_addresses",
     }

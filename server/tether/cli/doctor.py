@@ -88,3 +88,14 @@ def _print_session(described: dict[str, Any]) -> None:
         + ", ".join(view["notCheckpointed"])
     )
     print(f"  secret files (never read, hidden in the sandbox): {', '.join(described['secretPatterns'])}")
+    network = described["network"]
+    if network["enabled"]:
+        local = "; local addresses allowed" if network["allowLocalAddresses"] else ""
+        domains = ", ".join(network["allowedDomains"])
+        print(f"  network: through Tether's proxy (bubblewrap only) to {domains}{local}")
+        if network["deniedDomains"]:
+            print(f"    denied: {', '.join(network['deniedDomains'])}")
+    else:
+        print(
+            "  network: none (add domains to [network] allowed_domains in your user config: docs/network.md)"
+        )

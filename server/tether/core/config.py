@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import platformdirs
 
+from tether.core.network.rules import PRESETS, NetworkSettings, normalize_host, unknown_presets
 from tether.core.policy.ruleset import (
     Layer,
     Rule,
@@ -118,6 +119,7 @@ class EffectiveConfig:
     hooks: HookSettings = field(default_factory=HookSettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
     approvals: ApprovalSettings = field(default_factory=ApprovalSettings)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
     transforms: tuple[Transform, ...] = ()
     permissions: str | None = None  # default session permissions (user config only)
     warnings: tuple[str, ...] = ()
@@ -159,7 +161,8 @@ def load_config(workspace: Path | None, *, user_path: Path | None = None) -> Eff
         trusted = layer != "project"
         config = _apply(config, raw, str(path), trusted=trusted, layer=layer, rule_lines=rule_lines)
     sources = tuple(str(p) for p, _ in layers if p is not None and p.is_file())
-    return replace(config, sources=sources)
+    policy = replace(config.policy, network_enabled=config.network.enabled)
+    return replace(config, sources=sources, policy=policy)
 
 
 def _layers(workspace: Path | None, user_path: Path | None) -> tuple[tuple[Path | None, Layer], ...]:
@@ -447,6 +450,28 @@ def _hooks(table: _Reader, key: str) -> tuple[Hook, ...]:
     return tuple(parsed)
 
 
+def _domains(r: _Reader, key: str) -> tuple[str, ...]:
+    """Domain names (`example.com`, `*.example.com`, `host:8080`), checked as the proxy reads them."""
+    names = r.strings(key)
+    for name in names:
+        bare = name[2:] if name.startswith("*.") else name
+        host, sep, port = bare.rpartition(":")
+        checked = normalize_host(host if sep and port.isdigit() else bare)
+        if not isinstance(checked, str):
+            raise ConfigError(f"{r.where}: `{key}`: {checked.reason}")
+    return names
+
+
+def _presets(r: _Reader, key: str) -> tuple[str, ...]:
+    names = r.strings(key)
+    unknown = unknown_presets(names)
+    if unknown:
+        raise ConfigError(
+            f"{r.where}: unknown network preset(s) {', '.join(unknown)}; known: {', '.join(PRESETS)}"
+        )
+    return names
+
+
 _TIMEOUT = _number(1, MAX_COMMAND_TIMEOUT)
 
 KEYS: tuple[Key, ...] = (
@@ -494,6 +519,11 @@ KEYS: tuple[Key, ...] = (
     Key("agent", "base_url", "agent", "base_url", _text, "user"),
     # [approvals]
     Key("approvals", "timeout_seconds", "approvals", "timeout", _number(1, 3600), "narrow_min"),
+    # [network]: off unless the user allows domains; the project may only add denied domains
+    Key("network", "allowed_domains", "network", "allowed_domains", _domains, "user", append=True),
+    Key("network", "denied_domains", "network", "denied_domains", _domains, append=True),
+    Key("network", "presets", "network", "presets", _presets, "user", append=True),
+    Key("network", "allow_local_addresses", "network", "allow_local_addresses", _bool, "user"),
     # top level
     Key(None, "transforms", "", "transforms", _transforms, "user", append=True),
     Key(None, "permissions", "", "permissions", _permission_words, "user"),
@@ -515,7 +545,7 @@ def _apply(
     warnings = list(base.warnings)
     sections: dict[str, Any] = {
         name: getattr(base, name)
-        for name in ("policy", "sandbox", "checkpoints", "hooks", "agent", "approvals")
+        for name in ("policy", "sandbox", "checkpoints", "hooks", "agent", "approvals", "network")
     }
     top: dict[str, Any] = {"transforms": base.transforms, "permissions": base.permissions}
     tables = {key.table for key in KEYS if key.table is not None}

@@ -114,7 +114,7 @@ def sandbox_view(gate: Gate, mode: str) -> dict[str, Any]:
         hidden = [f"(could not list: {exc})"]
     return {
         "backend": gate.sandbox_name(),
-        "network": "none",
+        "network": _network(gate, mode),
         "writable": [] if mode == "read" else [str(workspace)],
         "readOnly": (
             [str(workspace)]
@@ -126,6 +126,18 @@ def sandbox_view(gate: Gate, mode: str) -> dict[str, Any]:
             f"{name}/" for name in REGENERATED_DIRS.union(gate.config.checkpoints.regenerated)
         ),
     }
+
+
+def _network(gate: Gate, mode: str) -> str:
+    """`none`, or the proxy and its allowlist (docs/network.md)."""
+    network = gate.config.network
+    if not network.enabled or mode == "read":
+        return "none"
+    backend = gate.sandbox_name()
+    if backend != "bubblewrap":
+        return f"none (the allowlist needs bubblewrap; this sandbox is {backend})"
+    local = ", local addresses allowed" if network.allow_local_addresses else ""
+    return f"proxy: {', '.join(network.allowed())}{local}"
 
 
 def _hooks(gate: Gate) -> list[dict[str, Any]]:

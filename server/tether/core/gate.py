@@ -291,6 +291,23 @@ class Gate:
         )
         return self._finish(gate_result, _CallRecord(args, source), state=state)
 
+    def _record_connection(self, connection: Mapping[str, Any], source: str) -> None:
+        """One audit line per connection the network proxy saw (docs/network.md)."""
+        allowed = connection.get("decision") == "allow"
+        rule = str(connection.get("rule") or ("network.allowed" if allowed else "network.denied"))
+        reason = str(connection.get("reason") or connection.get("error") or "")
+        recorded = self.record_external(
+            "network",
+            {k: connection.get(k) for k in ("host", "port", "method", "command")},
+            ok=allowed,
+            result=dict(connection),
+            source=source,
+            verdict=Verdict("allow" if allowed else "deny", rule, reason, "policy"),
+            state="executed" if allowed else "denied",
+        )
+        for warning in recorded.warnings:  # nobody reads this result: the failure goes to the log
+            log.warning("network audit line: %s", warning)
+
     def checkpoints(self) -> list[dict[str, Any]]:
         store = self._checkpoint_store()
         kept = store.list()
@@ -402,6 +419,7 @@ class Gate:
             documents=self.documents,
             cancel=cancel if cancel is not None else threading.Event(),
         )
+        ctx.on_network = lambda connection: self._record_connection(connection, source)
         try:
             return self._call(tool, ctx, args, record)
         except Exception as exc:  # a bug in a tool must not take the session down

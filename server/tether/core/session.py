@@ -155,6 +155,7 @@ class Session:
     def describe(self) -> dict[str, Any]:
         """The session as faces show it: permissions, sources, protections (for `tether doctor`)."""
         from tether.core.explain import sandbox_view
+        from tether.core.network.rules import describe as network_description
 
         return {
             **self.gate.status(),
@@ -163,6 +164,7 @@ class Session:
             "warnings": list(self.warnings),
             "workspaceMode": sandbox_view(self.gate, "workspace"),
             "secretPatterns": list(self.config.policy.secrets.patterns),
+            "network": network_description(self.config.network),
         }
 
 

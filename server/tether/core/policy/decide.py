@@ -329,11 +329,14 @@ def _check_command(
         or (data_rule is not None and data_rule.decision == "allow")
     )
     program = PROGRAMS.get(name)
+    if name in NETWORK_CLIENTS and settings.network_enabled and mode != "read":
+        # through the proxy, which checks every host (docs/network.md); files they name stay inside
+        user_rule = True
     if "/" in name:
         ask = ask or _workspace_program(literal_argv, mode, workspace, settings, base)
         _generic_paths(expanded, workspace, settings, base, write=True)
     elif user_rule or ask is not None:
-        _generic_paths(expanded, workspace, settings, base, write=ask is not None)
+        _generic_paths(expanded, workspace, settings, base, write=ask is not None or name in NETWORK_CLIENTS)
     elif program is not None:
         if mode not in program.modes and mode != "workspace":
             raise Deny(
@@ -400,6 +403,8 @@ def _sandbox_contains(name: str, deny: Deny) -> bool:
 
 
 _NEVER_CONTAINED = frozenset({"go.remote_module"})
+NETWORK_CLIENTS = frozenset({"curl", "wget"})
+"""Allowed (outside read mode) when `[network]` allows domains: the proxy decides each connection."""
 """Refusals that stand in workspace mode too: they are about code from elsewhere, not files here."""
 
 

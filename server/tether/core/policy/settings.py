@@ -28,6 +28,8 @@ class PolicySettings:
     secret_allowed: tuple[str, ...] = ()
     """Workspace-relative paths let through (`[secrets] allow`, user config only)."""
     max_command_length: int = 10_000
+    network_enabled: bool = False
+    """`[network]` allows some domains: curl and wget may run, through the proxy (docs/network.md)."""
 
     @property
     def secrets(self) -> SecretSettings:

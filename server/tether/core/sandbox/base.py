@@ -41,6 +41,9 @@ class RunRequest:
     read_only_workspace: bool = False
     masked: tuple[Path, ...] = ()
     extra_env: tuple[tuple[str, str], ...] = ()
+    # The network proxy's Unix socket (docs/network.md): bound into the sandbox, with a bridge from
+    # the sandbox's own loopback to it. None: no network at all (the default).
+    network_socket: Path | None = None
     # Fed to the command's stdin, then closed (hooks get their JSON this way); None = /dev/null.
     stdin: bytes | None = None
     # False leaves PATH directories inside the workspace out: a hook's `python3` must not be an

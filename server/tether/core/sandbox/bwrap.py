@@ -18,6 +18,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from tether.core.network.bridge import SANDBOX_SOCKET, bridge_prefix
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import add_git_config, request_env
 from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
@@ -112,6 +113,8 @@ def bwrap_args(
         args += ["--ro-bind", str(path), str(path)]
     if git_excludes is not None:
         args += ["--ro-bind", str(git_excludes), GIT_EXCLUDES_IN_SANDBOX]
+    if request.network_socket is not None:
+        args += ["--bind", str(request.network_socket), SANDBOX_SOCKET]
     args += ["--ro-bind" if request.read_only_workspace else "--bind", ws, ws]
     for path in parents_to_pin(request.workspace, protected):  # cannot be renamed away: see profile.py
         args += ["--bind", str(path), str(path)]
@@ -126,6 +129,8 @@ def bwrap_args(
         args += _hide(path)
     args += ["--chdir", str(request.cwd), "--"]
     command = list(request.command_argv())
+    if request.network_socket is not None:  # the command starts behind the bridge to the proxy
+        command = list(bridge_prefix(tuple(command)))
     args += marker.shell_prefix(command) if marker is not None else command
     return args
 

@@ -9,7 +9,7 @@ execute is what lets one gate give every face the same dry-run, checkpoint and a
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -70,6 +70,9 @@ class ToolContext:
     """Files this call's checkpoint could not take (over the size budget, nested repositories without
     a commit): set by the gate after the checkpoint. Rollback could not restore them, so the edit
     tools refuse to overwrite them and commands see them read-only."""
+
+    on_network: Callable[[dict[str, Any]], None] | None = None
+    """Called by the network proxy for every connection a command opens (one audit line each)."""
 
     def runner(self) -> Runner:
         if self.runner_factory is None:

@@ -13,10 +13,11 @@ checkpoints first). Without the permission the call is a dry run that shows exac
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -404,14 +405,59 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
         if ctx.cancel.is_set():
             return failure("command cancelled before it started", exit_code=-1)
     try:
-        run = runner.run(plan.request(), ctx.cancel)
+        with _network(ctx, plan, runner.name) as (request, network_notes):
+            run = runner.run(request, ctx.cancel)
     finally:
         sem.release()
     outcome = shape_result(plan, run)
+    outcome.warnings.extend(network_notes)
     note = masked_note(plan.workspace, masked, plan.display, run.stdout + run.stderr)
     if note is not None:
         outcome.warnings.append(note)
     return outcome
+
+
+@contextlib.contextmanager
+def _network(ctx: ToolContext, plan: Plan, backend: str) -> Iterator[tuple[RunRequest, list[str]]]:
+    """The run request, with the network proxy for this one command when `[network]` allows domains,
+    and the notes for the result (filled in as connections are refused: read them after the run).
+
+    Only bubblewrap can bind the proxy's socket into a sandbox that keeps its own network namespace;
+    with another backend the command runs without network, and the result says why.
+    """
+    request = plan.request()
+    notes: list[str] = []
+    network = ctx.config.network
+    if not network.enabled or plan.permission == "read":
+        yield request, notes
+        return
+    if backend != "bubblewrap":
+        notes.append(
+            f"the network allowlist needs the bubblewrap sandbox; with {backend} this command has no "
+            "network (docs/network.md)"
+        )
+        yield request, notes
+        return
+    from tether.core.audit import state_dir
+    from tether.core.network.bridge import proxy_env
+    from tether.core.network.proxy import NetworkProxy
+
+    # The proxy writes audit lines while the command runs: `.tether/` must be the real directory
+    # then, not the placeholder the sandbox mounts over a protected path that does not exist yet.
+    state_dir(plan.workspace)
+
+    def record(connection: dict[str, Any]) -> None:
+        if connection.get("decision") != "allow":
+            notes.append(
+                f"the network proxy refused {connection.get('host')}:{connection.get('port')} "
+                f"({connection.get('rule')}): {connection.get('reason') or connection.get('error')}"
+            )
+        if ctx.on_network is not None:
+            ctx.on_network({**connection, "command": plan.display})
+
+    with NetworkProxy(network, record) as proxy:
+        env = request.extra_env + proxy_env()
+        yield replace(request, network_socket=proxy.socket_path, extra_env=env), notes
 
 
 def masked_note(workspace: Path, masked: tuple[Path, ...], command: str, output: str) -> str | None:
