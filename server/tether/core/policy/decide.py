@@ -331,6 +331,14 @@ def _check_command(
     program = PROGRAMS.get(name)
     if name in NETWORK_CLIENTS and settings.network_enabled and mode != "read":
         # through the proxy, which checks every host (docs/network.md); files they name stay inside
+        for arg in expanded:
+            scheme = arg.partition("://")[0].lower() if "://" in arg else None
+            if scheme is not None and scheme not in ("http", "https"):
+                raise Deny(
+                    "network.scheme",
+                    f"`{name}` with a {scheme}:// URL: only http and https go through the proxy",
+                    program=name,
+                )
         user_rule = True
     if "/" in name:
         ask = ask or _workspace_program(literal_argv, mode, workspace, settings, base)
