@@ -30,13 +30,16 @@ def test_the_demo_runs_every_step_offline(tmp_path: Path) -> None:
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     assert "Demo complete" in out
-    assert "denied: `curl` reaches the network" in out
+    assert "denied: `sh` after `curl` in the same command would run what was downloaded" in out
     assert "editor: 2 pending hunk preview(s) shown in calc.py" in out
     assert "accept hunk 1: applied via the editor" in out
     assert "reject hunk(s) 2: nothing written" in out
     assert "1 failed, 3 passed" in out  # hunk 1 fixed add(); the rejected hunk 2 leaves mean() broken
     assert "rolled back: restored ['calc.py']" in out
-    assert "hash chain: intact, 16 entries" in out
+    assert "hash chain: intact, 20 entries" in out
+    # the network allowlist: an allowed name through the proxy, any other refused
+    assert "statistics.fmean(data)" in out
+    assert "network.unknown_domain: example.com is not in [network] allowed_domains" in out
     # the person in the loop: an ask answered in the editor, then workspace mode
     assert "editor asks: git commit -qam 'fix add'" in out
     assert "The user says: Not yet" in out

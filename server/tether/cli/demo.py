@@ -91,6 +91,8 @@ class Demo:
     buffers: dict[str, Buffer] = field(default_factory=dict)
     accept_checkpoint: str | None = None  # taken before the first accepted hunk: the rollback target
     previews: dict[str, int] = field(default_factory=dict)
+    docs_port: int | None = None  # the local "documentation server" the network step reaches
+    sandbox: str = ""
     questions: list[dict[str, Any]] = field(default_factory=list)  # tether/approve requests seen
     answer: dict[str, Any] = field(default_factory=lambda: {"choice": "deny"})
     # Set once the session starts; the LSP handlers (called by pygls with params only) need them.
@@ -126,6 +128,7 @@ class Demo:
     async def _session(self, workspace: Path, prompt: str, *, base_url: str | None) -> None:
         from pygls.exceptions import JsonRpcException
 
+        self.docs_port = self._start_docs_server()
         client = await self._start_server(workspace, base_url)
         try:
             await self._steps(client, workspace, prompt)
@@ -139,6 +142,7 @@ class Demo:
 
         await self._open(workspace / EDITED_FILE)
         status = await self._command(client, "tether.status", {})
+        self.sandbox = str(status["sandbox"])
         self.console.print(
             f"Server: tether {status['version']}, permissions [bold]{status['permissions']}[/] "
             f"(commands run, edits are proposals), sandbox [bold]{status['sandbox']}[/]"
@@ -243,6 +247,37 @@ class Demo:
         )
         self._check(ran["result"]["state"] == "executed", "workspace mode ran mkdir and the here-document")
         await self._command(client, "tether.setPermissions", {"permissions": DEMO_PERMISSIONS})
+        await self._network_step(client, workspace)
+
+    async def _network_step(self, client: LanguageClient, workspace: Path) -> None:
+        """The network allowlist: an allowed name answers through the proxy, any other is refused."""
+        from rich.markup import escape
+
+        if self.docs_port is None:
+            return
+        allowed = f"curl -sS http://localhost:{self.docs_port}/python-docs.txt"
+        ran = await self._command(
+            client, "tether.runTool", {"name": "bash_command", "input": {"command": allowed}}
+        )
+        result = ran["result"]
+        if result.get("state") == "executed":
+            body = str((result.get("result") or {}).get("stdout", "")).strip()
+            self.console.print(
+                f"  network allowlist: `{allowed}` → [green]{body}[/] (through Tether's proxy)"
+            )
+            self._check("statistics.fmean" in body, "an allowed name answered through the proxy")
+        else:
+            self.console.print(f"  network allowlist: {result.get('text', '').splitlines()[0]}")
+            self._check(result.get("state") != "executed" and "bubblewrap" not in self.sandbox, "curl ran")
+            return
+        refused = await self._command(
+            client,
+            "tether.runTool",
+            {"name": "bash_command", "input": {"command": "curl -sS http://example.com/"}},
+        )
+        text = str((refused["result"].get("result") or {}).get("stdout", "")).strip()
+        self.console.print(f"  any other name: `curl -sS http://example.com/` → [red]{escape(text)}[/]")
+        self._check("network.unknown_domain" in text, "a name outside the allowlist was refused")
 
     def _on_approve(self, params: Any) -> dict[str, Any]:
         """The editor's approval dialog: show the question, give the scripted answer."""
@@ -365,6 +400,11 @@ class Demo:
         # The demo's own config dirs: your Tether config (hooks, rules, model) does not change it.
         for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             env[name] = str(self.scratch / name.lower())
+        if self.docs_port is not None:  # the demo's user config: one allowed name, a local server
+            config = self.scratch / "xdg_config_home" / "tether" / "config.toml"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text('[network]\nallowed_domains = ["localhost"]\nallow_local_addresses = true\n')
+        env["TETHER_MANAGED_CONFIG"] = str(self.scratch / "managed.toml")
         if base_url is not None:
             env["ANTHROPIC_BASE_URL"] = base_url
             env.pop("ANTHROPIC_API_KEY", None)
@@ -443,6 +483,25 @@ class Demo:
         )
         return _as_dict(result)
 
+    def _start_docs_server(self) -> int:
+        """A local HTTP server (in this process) that the network step may reach by name."""
+        import http.server
+        import threading
+
+        root = self.scratch / "docs-server"
+        root.mkdir(exist_ok=True)
+        (root / "python-docs.txt").write_text("statistics.fmean(data): the mean of data, as a float\n")
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), lambda *a, **k: Quiet(*a, directory=str(root), **k)
+        )
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return int(server.server_address[1])
+
     async def _stop(self, client: LanguageClient) -> None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(client.shutdown_async(None), 10)
@@ -460,6 +519,8 @@ class Demo:
         self.console.print(f"[bold]{number}. {text}[/]")
 
     def _show_turn(self, turn: dict[str, Any]) -> None:
+        from rich.markup import escape
+
         for call in turn["toolCalls"]:
             verdict = call["verdict"]
             color = {"denied": "red", "failed": "red", "proposed": "yellow", "dry_run": "yellow"}.get(
@@ -467,7 +528,7 @@ class Demo:
             )
             line = f"  tool {call['name']}({_brief(call['input'])}) → [{color}]{verdict}[/]"
             if verdict == "denied" and call.get("reason"):
-                line += f": {call['reason']}"
+                line += f": {escape(str(call['reason']))}"
             self.console.print(line)
         self.console.print(f"  [bold]Claude:[/] {turn['text']}")
         self.console.print(f"  [dim]{turn['requests']} request(s), ${turn['cost']:.4f}[/]")

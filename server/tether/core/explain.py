@@ -114,7 +114,7 @@ def sandbox_view(gate: Gate, mode: str) -> dict[str, Any]:
         hidden = [f"(could not list: {exc})"]
     return {
         "backend": gate.sandbox_name(),
-        "network": _network(gate, mode),
+        "network": network_summary(gate, mode),
         "writable": [] if mode == "read" else [str(workspace)],
         "readOnly": (
             [str(workspace)]
@@ -128,7 +128,7 @@ def sandbox_view(gate: Gate, mode: str) -> dict[str, Any]:
     }
 
 
-def _network(gate: Gate, mode: str) -> str:
+def network_summary(gate: Gate, mode: str) -> str:
     """`none`, or the proxy and its allowlist (docs/network.md)."""
     network = gate.config.network
     if not network.enabled or mode == "read":

@@ -41,6 +41,7 @@ from tether.core.approvals import (
 from tether.core.audit import AuditLog, VerifyResult, make_entry
 from tether.core.checkpoints import Checkpoint, Checkpoints
 from tether.core.config import EffectiveConfig
+from tether.core.explain import network_summary
 from tether.core.hooks import run_hooks
 from tether.core.permissions import Permission, Permissions, format_permissions
 from tether.core.policy import check_path, decide
@@ -525,7 +526,11 @@ class Gate:
             rule=pending[0].rule,
             reason=pending[0].reason,
             segments=pending,
-            sandbox={"backend": self.sandbox_name(), "network": "none", "writable": [str(self.workspace)]},
+            sandbox={
+                "backend": self.sandbox_name(),
+                "network": network_summary(self, need.mode),
+                "writable": [str(self.workspace)],
+            },
             patterns=patterns,
             always=always,
             timeout=self.config.approvals.timeout,

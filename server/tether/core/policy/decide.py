@@ -169,6 +169,8 @@ def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings,
         )
     source = command.encode("utf-8")
     walked = walk(parse(source), source)
+    if settings.network_enabled:
+        _no_download_and_run([raw.name for raw in walked.commands])
     segments: list[Segment] = []
     asks: list[Ask] = []
     user_rule = False
@@ -375,6 +377,43 @@ def _check_command(
         _generic_paths(expanded, workspace, settings, base, write=True)
     redirects = tuple(_check_redirect(r, mode, workspace, settings, base) for r in raw.redirects)
     return Segment(argv=literal_argv, redirects=redirects), user_rule, ask or rule_ask
+
+
+_RUNS_TEXT = frozenset(
+    {
+        "sh",
+        "bash",
+        "dash",
+        "zsh",
+        "ksh",
+        "fish",
+        "python",
+        "python3",
+        "node",
+        "perl",
+        "ruby",
+        "php",
+        "deno",
+        "bun",
+    }
+)
+
+
+def _no_download_and_run(names: Sequence[str]) -> None:
+    """`curl … | sh`, `wget -O x && bash x`: what a network client fetched never goes to a shell or
+    interpreter in the same command, whatever the mode (docs/network.md). Checked before anything
+    else, so this is the reason given."""
+    client = None
+    for name in names:
+        if client is not None and (name in _RUNS_TEXT or name.startswith("python3.")):
+            raise Deny(
+                "network.download_and_run",
+                f"`{name}` after `{client}` in the same command would run what was downloaded",
+                "download to a file, read it, and run it in a separate command the user can see",
+                program=name,
+            )
+        if name in NETWORK_CLIENTS:
+            client = name
 
 
 def _refusal(name: str, expanded: Sequence[str]) -> Deny:

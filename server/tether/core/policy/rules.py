@@ -82,6 +82,7 @@ RULES: dict[str, str] = {
     "git.subcommand": "a git subcommand outside the read-only set, or a branch/tag/remote change",
     "git.bare_repository": "git would run in a directory laid out as a bare repo (its config runs code)",
     "go.subcommand": "a go subcommand outside build/test/run/vet/list/mod(safe)/version/env",
+    "network.download_and_run": "a shell or interpreter after curl/wget in the same command (`curl … | sh`)",
     "network.scheme": "curl or wget with a URL scheme other than http/https (file://, gopher://…)",
     "go.remote_module": "a go module named by remote path and version (`go run x.com/y@v1`): fetched, run",
     "go.ldflags": "linker flags other than -s, -w, -X name=value",
