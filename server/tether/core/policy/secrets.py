@@ -16,6 +16,7 @@ project may only add to it, and `[secrets] allow` (user config) lets exact works
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -56,10 +57,13 @@ class SecretSettings:
     """Workspace-relative paths the user let through (`[secrets] allow`, or approved for a session)."""
 
 
+@functools.lru_cache(maxsize=8192)
 def secret_pattern(relpath: str, settings: SecretSettings) -> str | None:
     """The pattern that makes the workspace-relative `relpath` a secret, or None.
 
     `relpath` uses `/`; `.`, empty and `..` components are ignored (callers resolve paths first).
+    Cached: every path of every command is checked against every pattern, and the same few paths
+    come back all the time (a pure function of its arguments).
     """
     parts = [p for p in relpath.replace("\\", "/").split("/") if p not in ("", ".")]
     if not parts or relpath.strip("/") in settings.allowed or "/".join(parts) in settings.allowed:
