@@ -358,3 +358,17 @@ def test_an_edit_that_would_write_the_marker_back_is_refused(ws: Path) -> None:
     )
     assert fine.ok, fine.text
     assert (ws / "settings.py").read_text() == f'TOKEN = "{GITHUB}"\nDEBUG = False\n'
+
+
+def test_the_person_can_let_one_secret_through_for_the_session_only(ws: Path) -> None:
+    gate = _gate(ws, "read")
+    refused = gate.call("read_file", {"path": ".env"})
+    assert refused.is_error
+    assert "tether.allowSecret" in refused.text  # the refusal says how
+    assert not gate.allow_secret("README.md").ok  # not a secret: nothing to allow
+    assert not gate.allow_secret("../outside/.env").ok
+    assert gate.allow_secret(".env").ok
+    assert KEY in gate.call("read_file", {"path": ".env"}).text
+    assert gate.call("read_file", {"path": "deploy/server.PEM"}).is_error  # only that one file
+    assert [e["tool"] for e in gate.log()][-3:] == ["allow_secret", "read_file", "read_file"]
+    assert _gate(ws, "read").call("read_file", {"path": ".env"}).is_error  # a new session: hidden again

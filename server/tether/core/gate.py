@@ -16,12 +16,13 @@ all come back as a `GateResult` with `is_error` set and a message the model or u
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -379,6 +380,39 @@ class Gate:
             result={"ok": True, "old": old, "new": new},
             text=f"Permissions: {old} → {new}",
             verdict=_user_verdict("user.set_permissions", "set by the user"),
+        )
+        return self._finish(result, record, state="executed")
+
+    def allow_secret(self, path: str, *, source: str = "lsp") -> GateResult:
+        """Let one secret file through for this session only (docs/secrets.md): the person's choice,
+        made in the editor, audited; the agent cannot call it. Its content then reaches the model."""
+        from tether.core.policy.secrets import secret_pattern
+
+        record = _CallRecord({"path": path}, source)
+        rel = os.path.normpath(path.strip()) if isinstance(path, str) and path.strip() else ""
+        inside = bool(rel) and not os.path.isabs(rel) and rel != ".." and not rel.startswith("../")
+        found = check_path(rel, self.workspace, write=False, settings=self.config.policy) if inside else None
+        problem = None
+        if self.read_only:
+            problem = "this session is read-only (an untrusted workspace)"
+        elif found is None or found.rule not in ("path.secret", "allowed"):
+            problem = f"{path!r} is not a file in the workspace ({found.reason if found else 'empty path'})"
+        elif secret_pattern(rel, self.config.policy.secrets) is None:
+            problem = f"{path!r} is not a secret file: nothing to allow"
+        if problem is not None:
+            result = _error_result("allow_secret", problem)
+            result.verdict = Verdict("deny", "session.allow_secret", problem, "user")
+            return self._finish(result, record, state="denied")
+        policy = self.config.policy
+        allowed = (*policy.secret_allowed, rel)
+        self.config = replace(self.config, policy=replace(policy, secret_allowed=allowed))
+        result = GateResult(
+            tool="allow_secret",
+            ok=True,
+            dry_run=False,
+            result={"ok": True, "path": rel, "allowed": list(allowed)},
+            text=f"{rel} may be read for this session; its content will reach the model",
+            verdict=_user_verdict("user.allow_secret", "allowed by the user for this session"),
         )
         return self._finish(result, record, state="executed")
 

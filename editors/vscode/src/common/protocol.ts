@@ -21,6 +21,7 @@ export const SERVER_COMMANDS = [
   "tether.setPermissions",
   "tether.checkCommand",
   "tether.explain",
+  "tether.allowSecret",
   "tether.cancel",
   "tether.conversations",
   "tether.conversation",

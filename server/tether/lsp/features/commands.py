@@ -312,6 +312,18 @@ async def set_permissions(ls: TetherServer, args: Args) -> dict[str, Any]:
     return {"permissions": format_permissions(session.permissions)}
 
 
+@command("tether.allowSecret")
+async def allow_secret(ls: TetherServer, args: Args) -> dict[str, Any]:
+    """The person lets one secret file through for this session (docs/secrets.md)."""
+    path = args.required_string("path", max_chars=4096)
+    args.done()
+    gate = await _gate(ls)
+    result = await ls.run_blocking(lambda: gate.allow_secret(path, source="lsp"))
+    if not result.ok:
+        raise request_failed(f"tether.allowSecret: {result.result.get('error', result.text)}")
+    return {"path": result.result["path"], "allowed": result.result["allowed"]}
+
+
 @command("tether.checkCommand")
 async def check_command(ls: TetherServer, args: Args) -> dict[str, Any]:
     text = args.string("command", required=True, max_chars=MAX_COMMAND_CHARS)
