@@ -138,11 +138,15 @@ def test_other_names_and_ip_literals_fail_with_a_clear_message(
 ) -> None:
     ws = init_repo(tmp_path / "ws", {"README.md": "x\n"})
     configure(tmp_path, LOCAL)
-    result = run(ws, tmp_path, f"curl -sS {url.format(port=http_port)}")
+    command = f"curl -sS {url.format(port=http_port)}"
+    result = run(ws, tmp_path, command)
     assert BODY not in result["result"]["stdout"]
-    assert f"tether: {rule}" in result["result"]["stdout"]
-    assert any(rule in w for w in result.get("warnings", [])), result
+    assert f"tether: {rule}" in result["result"]["stdout"]  # what curl printed: the proxy's 403
+    assert result["state"] == "failed"  # curl exits 0 on a 403: the result says it failed, and why
+    assert "the network proxy refused" in result["text"]
+    assert rule in result["result"]["error"]
     assert audit(ws, tmp_path)[0]["state"] == "denied"
+    assert tether(ws, "run", "--permissions", "command", command, home=tmp_path).returncode != 0
 
 
 def test_without_allow_local_addresses_a_name_that_resolves_to_loopback_is_refused(

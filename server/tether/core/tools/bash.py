@@ -410,7 +410,14 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
     finally:
         sem.release()
     outcome = shape_result(plan, run)
-    outcome.warnings.extend(network_notes)
+    refusals = [n for n in network_notes if n.startswith("the network proxy refused")]
+    if refusals and outcome.ok:  # curl without -f exits 0 on the proxy's 403: the command did not get it
+        error = refusals[0] + (f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else "")
+        outcome.ok = False
+        outcome.error = error
+        outcome.result["error"] = error
+        outcome.text = f"{outcome.text}\n[network] {error}".lstrip("\n")
+    outcome.warnings.extend(n for n in network_notes if n not in refusals[:1])
     note = masked_note(plan.workspace, masked, plan.display, run.stdout + run.stderr)
     if note is not None:
         outcome.warnings.append(note)
