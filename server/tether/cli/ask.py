@@ -7,7 +7,6 @@ refusal); 2 an error (API failure, bad option); 130 cancelled with Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import signal
@@ -161,6 +160,8 @@ def _header(console: Console, gate: Gate, model: str, verbosity: str) -> None:
 
 def _ask(agent: Agent, prompt: str, conversation_id: str | None, console: Console) -> TurnResult | None:
     """Run the turn; Ctrl-C once cancels cleanly (stream closed, command killed, recorded), twice aborts."""
+    import asyncio
+
     cancel = threading.Event()
 
     async def main() -> TurnResult:
@@ -196,6 +197,8 @@ def _ask(agent: Agent, prompt: str, conversation_id: str | None, console: Consol
 
 
 def _replay(agent: Agent, conversation_id: str, stamp: str | None, console: Console, as_json: bool) -> int:
+    import asyncio
+
     result = asyncio.run(agent.replay(conversation_id, stamp))
     failed = sum(1 for call in result.tool_calls if call.outcome.is_error)
     console.print(

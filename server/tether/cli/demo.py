@@ -12,7 +12,6 @@ It exits non-zero when a step does not do what the demo says it does, so a test 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import sys
@@ -50,6 +49,8 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from rich.console import Console
 
     console = Console(highlight=False)
@@ -503,6 +504,8 @@ class Demo:
         return int(server.server_address[1])
 
     async def _stop(self, client: LanguageClient) -> None:
+        import asyncio
+
         with contextlib.suppress(Exception):
             await asyncio.wait_for(client.shutdown_async(None), 10)
             client.exit(None)

@@ -1,0 +1,59 @@
+"""Cold start benchmark: `tether check` and `tether hook claude-code` against `python3 -c pass`.
+
+Run: python tests/bench/bench_cold_start.py [--rounds N]
+A hook runs once per tool call of another agent, and `tether check` is what scripts call: both pay
+the interpreter's start, Tether's imports and opening the session. The baseline is the same
+interpreter doing nothing, measured in the same run. Goal (issue "Speed at scale"): check <= 3x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def timed(argv: list[str], rounds: int, stdin: str = "", cwd: Path | None = None) -> float:
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False, cwd=cwd)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tether-bench-") as tmp:
+        ws = Path(tmp)
+        subprocess.run(["git", "init", "-q", str(ws)], check=True)
+        base = timed([sys.executable, "-c", "pass"], args.rounds)
+        check = timed([sys.executable, "-m", "tether", "check", "--workspace", str(ws), "ls"], args.rounds)
+        event = json.dumps(
+            {
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": "git status"},
+                "cwd": str(ws),
+            }
+        )
+        hook = timed(
+            [sys.executable, "-m", "tether", "hook", "claude-code", "--workspace", str(ws)],
+            args.rounds,
+            event,
+        )
+        print(f"python3 -c pass:          median {base * 1000:7.1f} ms ({args.rounds} rounds)")
+        ratio = check / base
+        print(f"tether check ls:          median {check * 1000:7.1f} ms   ratio {ratio:5.1f}x (goal <= 3x)")
+        print(f"tether hook claude-code:  median {hook * 1000:7.1f} ms   ratio {hook / base:5.1f}x")
+
+
+if __name__ == "__main__":
+    main()
