@@ -268,3 +268,80 @@ def test_the_proxy_socket_is_private(tmp_path: Path) -> None:
         mode = os.stat(proxy.socket_path.parent).st_mode & 0o777
         assert mode == 0o700
     assert not proxy.socket_path.exists()
+
+
+# --- package managers and git through the proxy (each asked about first: the person allows once) ----
+
+
+def _approving_session(ws: Path, home: Path, permissions: str = "workspace") -> Any:
+    from tether.core.approvals import ApprovalAnswer
+    from tether.core.config import load_config
+    from tether.core.session import FaceOverrides, open_session
+
+    configure(home, LOCAL)
+    config = load_config(ws, user_path=home / "config" / "tether" / "config.toml")
+    return open_session(
+        ws,
+        FaceOverrides(permissions=permissions),
+        config=config,
+        approver=lambda request, cancel: ApprovalAnswer("allow_once"),
+    )
+
+
+def _wheel(directory: Path, name: str, version: str) -> Path:
+    """A minimal valid wheel, enough for `pip download` to accept it."""
+    import zipfile
+
+    path = directory / f"{name}-{version}-py3-none-any.whl"
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": "VALUE = 1\n",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    with zipfile.ZipFile(path, "w") as zf:
+        for rel, text in files.items():
+            zf.writestr(rel, text)
+        zf.writestr(f"{dist}/RECORD", "".join(f"{rel},,\n" for rel in files) + f"{dist}/RECORD,,\n")
+    return path
+
+
+def test_pip_downloads_from_a_local_index_through_the_proxy(
+    tmp_path: Path, site: Path, http_port: int
+) -> None:
+    wheel = _wheel(tmp_path, "tetherdemo", "1.0")
+    package = site / "simple" / "tetherdemo"
+    package.mkdir(parents=True)
+    (package / wheel.name).write_bytes(wheel.read_bytes())
+    (package / "index.html").write_text(
+        f'<html><body><a href="{wheel.name}">{wheel.name}</a></body></html>\n'
+    )
+    ws = init_repo(tmp_path / "ws", {"README.md": "x\n"})
+    session = _approving_session(ws, tmp_path)
+    command = (
+        f"python3 -m pip download --no-deps --disable-pip-version-check -q -d dl "
+        f"--index-url http://localhost:{http_port}/simple/ tetherdemo"
+    )
+    result = session.gate.call("bash_command", {"command": command})
+    assert result.state == "executed", result.text
+    assert (ws / "dl" / wheel.name).read_bytes() == wheel.read_bytes()
+    lines = [e for e in session.gate.log() if e["tool"] == "network"]
+    assert lines
+    assert {e["input"]["host"] for e in lines} == {"localhost"}
+
+
+def test_git_fetches_over_http_through_the_proxy(tmp_path: Path, site: Path, http_port: int) -> None:
+    origin = init_repo(tmp_path / "origin", {"lib.txt": "library\n"})
+    bare = site / "lib.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(origin), str(bare)], check=True)
+    subprocess.run(["git", "update-server-info"], cwd=bare, check=True)
+    ws = init_repo(tmp_path / "ws", {"README.md": "x\n"})
+    session = _approving_session(ws, tmp_path)
+    command = f"git fetch -q http://localhost:{http_port}/lib.git HEAD"
+    result = session.gate.call("bash_command", {"command": command})
+    assert result.state == "executed", result.text
+    fetched = subprocess.run(
+        ["git", "cat-file", "-p", "FETCH_HEAD:lib.txt"], cwd=ws, capture_output=True, text=True, check=True
+    )
+    assert fetched.stdout == "library\n"
+    assert any(e["tool"] == "network" and e["state"] == "executed" for e in session.gate.log())
