@@ -102,10 +102,12 @@ async def test_a_prompt_streams_text_tool_calls_an_approval_and_a_diff(tmp_path:
             "-m",
             "tether",
             "acp",
+            "--workspace",
+            str(ws),
             "--permissions",
             "read,command",
             env=env,
-            cwd=str(ws),
+            cwd=str(tmp_path),  # `--workspace` names the project, not the process's cwd
         ) as (conn, _process):
             init = await conn.initialize(
                 protocol_version=1,

@@ -12,14 +12,10 @@ from typing import Any
 from tether.errors import TetherError
 
 
-def add_workspace_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--workspace",
-        "-w",
-        metavar="DIR",
-        default=None,
-        help="workspace root (default: the current directory)",
-    )
+def add_workspace_arg(
+    parser: argparse.ArgumentParser, help: str = "workspace root (default: the current directory)"
+) -> None:
+    parser.add_argument("--workspace", "-w", metavar="DIR", default=None, help=help)
 
 
 def resolve_workspace(value: str | None) -> Path:

@@ -1,4 +1,4 @@
-"""`tether acp [--permissions P]`: Tether's agent as an Agent Client Protocol agent over stdio.
+"""`tether acp [--workspace W] [--permissions P]`: Tether's agent as an ACP agent over stdio.
 
 Editors that speak ACP (Zed, JetBrains IDEs, codecompanion.nvim, avante.nvim) start `tether acp` and
 talk to it: each ACP session is a Tether conversation in the session's working directory; a prompt
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tether.cli._common import add_workspace_arg, resolve_workspace
 from tether.cli._session import add_permissions_arg
 
 if TYPE_CHECKING:
@@ -39,6 +40,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "acp", help="Tether's agent over the Agent Client Protocol on stdio (Zed, JetBrains, Neovim plugins)"
     )
+    add_workspace_arg(
+        parser, help="the workspace for every session (default: each session's cwd, as the editor sends it)"
+    )
     add_permissions_arg(parser)
     parser.set_defaults(handler=_run)
 
@@ -48,7 +52,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from acp import run_agent
 
-    asyncio.run(run_agent(TetherAcpAgent(args.permissions)))  # type: ignore[arg-type]
+    workspace = str(resolve_workspace(args.workspace)) if args.workspace else None
+    asyncio.run(run_agent(TetherAcpAgent(args.permissions, workspace)))  # type: ignore[arg-type]
     return 0
 
 
@@ -64,8 +69,9 @@ class _Session:
 class TetherAcpAgent:
     """The ACP side of Tether's agent: one Tether session (and conversation) per ACP session."""
 
-    def __init__(self, permissions: str | None) -> None:
+    def __init__(self, permissions: str | None, workspace: str | None = None) -> None:
         self.permissions = permissions
+        self.workspace = workspace  # `--workspace`: wins over the cwd each session names
         self.sessions: dict[str, _Session] = {}
         self.conn: Client | None = None
 
@@ -208,17 +214,19 @@ class TetherAcpAgent:
         import asyncio
 
         from tether.agent import create_agent
-        from tether.cli._common import resolve_workspace
         from tether.core.session import FaceOverrides, open_session
 
         loop = asyncio.get_running_loop()
         holder: dict[str, _Session] = {}
         approver = lambda request, cancel: self._approve(loop, holder["session"], request, cancel)  # noqa: E731
+        workspace = resolve_workspace(self.workspace or cwd)
         tether_session = open_session(
-            resolve_workspace(cwd), FaceOverrides(permissions=self.permissions), approver=approver
+            workspace,
+            FaceOverrides(permissions=self.permissions),
+            approver=approver,
         )
         agent = create_agent(tether_session.gate, tether_session.config.agent)
-        session = _Session(agent=agent, gate=tether_session.gate, cwd=Path(cwd))
+        session = _Session(agent=agent, gate=tether_session.gate, cwd=workspace)
         holder["session"] = session
         return session
 
