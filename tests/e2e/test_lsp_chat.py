@@ -110,6 +110,9 @@ async def test_a_turn_streams_its_text_and_tool_cards_then_the_proposal_is_revie
         usage = [u for u in updates if field(u, "kind") == "usage"]
         assert len(usage) == 2
         assert field(usage[-1], "cost") == answer["cost"]
+        tokens = field(usage[0], "usage")
+        assert field(tokens, "inputTokens") > 0  # the protocol's spelling, not the model's input_tokens
+        assert field(tokens, "outputTokens") > 0
         assert field(updates[-1], "stopReason") == "end_turn"
         assert answer["turnId"] == "t-1"
 

@@ -10,12 +10,15 @@ Why pytest drives Neovim: `make test` runs pytest, so the plugin's tests land in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,7 +98,7 @@ def _run_lua(name: str, tmp_path: Path, extra_env: dict[str, str] | None = None)
     return output
 
 
-SERVER_TESTS = ("test_e2e.lua", "test_ask.lua", "test_approve_e2e.lua")
+SERVER_TESTS = ("test_e2e.lua", "test_ask.lua", "test_approve_e2e.lua", "test_chat_e2e.lua")
 
 
 @pytest.mark.parametrize("name", [n for n in LUA_TESTS if n not in SERVER_TESTS])
@@ -127,37 +130,15 @@ def test_approval_answered_in_neovim(tmp_path: Path) -> None:
     assert "ok   Deny with a message: nothing runs" in output
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_agent_ask_through_offline_api(tmp_path: Path) -> None:
-    """`:AgentAsk` → the server's agent → `tether fake-api` → a write_file proposal in the buffer."""
-    if not (PLUGIN / "tests" / "test_ask.lua").exists():
-        pytest.skip("test_ask.lua not present")
+@contextlib.contextmanager
+def _fake_api(tmp_path: Path, script: dict[str, Any]) -> Iterator[dict[str, str]]:
+    """`tether fake-api` playing `script`; yields the environment that points the server at it."""
     tether = _tether()
     assert tether is not None, "the tether CLI is needed for this test"
-    script = tmp_path / "script.json"
-    script.write_text(
-        json.dumps(
-            {
-                "turns": [
-                    {
-                        "content": [
-                            {"text": "I will change the greeting."},
-                            {
-                                "tool_use": {
-                                    "name": "write_file",
-                                    "input": {"path": "hello.py", "content": "print('hello, tether')\n"},
-                                }
-                            },
-                        ]
-                    },
-                    {"content": "Proposed: the greeting now says hello, tether."},
-                ]
-            }
-        )
-    )
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
     api = subprocess.Popen(
-        [str(tether), "fake-api", "--script", str(script), "--quiet"],
+        [str(tether), "fake-api", "--script", str(path), "--quiet"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -166,8 +147,76 @@ def test_agent_ask_through_offline_api(tmp_path: Path) -> None:
         assert api.stdout is not None
         url = api.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:"), f"fake-api did not start: {url!r}"
-        env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-fake-key"}
-        _run_lua("test_ask.lua", tmp_path, env)
+        yield {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-fake-key"}
     finally:
         api.terminate()
         api.wait(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_agent_ask_through_offline_api(tmp_path: Path) -> None:
+    """`:AgentAsk` → the server's agent → `tether fake-api` → a write_file proposal in the buffer."""
+    script = {
+        "turns": [
+            {
+                "content": [
+                    {"text": "I will change the greeting."},
+                    {
+                        "tool_use": {
+                            "name": "write_file",
+                            "input": {"path": "hello.py", "content": "print('hello, tether')\n"},
+                        }
+                    },
+                ]
+            },
+            {"content": "Proposed: the greeting now says hello, tether."},
+        ]
+    }
+    with _fake_api(tmp_path, script) as env:
+        _run_lua("test_ask.lua", tmp_path, env)
+
+
+README = "".join(f"line {n}\n" for n in range(1, 31))
+CHAT_SCRIPT = {
+    "name": "neovim-chat",
+    "turns": [
+        {
+            "content": [
+                {"text": "Streaming the first part of my answer, slowly, while I prepare the edit."},
+                {
+                    "tool_use": {
+                        "name": "write_file",
+                        "input": {
+                            "path": "README.md",
+                            "content": README.replace("line 2\n", "line two\n").replace(
+                                "line 28\n", "line twenty-eight\n"
+                            ),
+                        },
+                    }
+                },
+                {
+                    "tool_use": {
+                        "name": "bash_command",
+                        "input": {"command": "git commit --allow-empty -q -m from-chat"},
+                    }
+                },
+            ],
+            "chunk_delay": 0.15,
+        },
+        {"content": [{"text": "Both done: review the two hunks of README.md."}]},
+        {"content": [{"text": "Thinking about a long answer that never ends"}], "hang_after": 4},
+    ],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_chat_buffer_drives_a_whole_turn(tmp_path: Path) -> None:
+    """`:AgentChat`: streamed text before the turn ends, an approval, one accept and one reject per
+    hunk, and a cancel — all with the chat buffer's keys, against the real server and fake API."""
+    with _fake_api(tmp_path, CHAT_SCRIPT) as env:
+        output = _run_lua("test_chat_e2e.lua", tmp_path, env)
+    assert "ok   <CR> sends; the answer is visible while the turn still runs" in output
+    assert "ok   ga on hunk 1 accepts it, gr on hunk 2 rejects it: the file has exactly hunk 1" in output
+    assert "ok   <C-c> stops a turn that never ends, and only that turn" in output

@@ -27,6 +27,9 @@ return {
     ['tether/event'] = function(...)
       return require('tether.lsp').on_event(...)
     end,
+    ['tether/turn'] = function(...)
+      return require('tether.chat').on_turn(...)
+    end,
     -- A request: the handler's return value is the answer (it yields while the person decides).
     ['tether/approve'] = function(...)
       return require('tether.approve').handler(...)

@@ -75,6 +75,40 @@ function H.find_msg(seen, text)
   end
 end
 
+--- The `tether` CLI to test against; exits 77 (skip, with the reason) when there is none.
+function H.tether_or_skip()
+  local server = vim.env.TETHER_BIN or vim.fn.exepath('tether')
+  if server == '' or vim.fn.executable(server) == 0 then
+    io.stdout:write('SKIP: `tether` not found (set TETHER_BIN)\n')
+    os.exit(77)
+  end
+  return server
+end
+
+--- Run git in `cwd` with a test identity; its stdout (an error with stderr when it fails).
+function H.git(args, cwd)
+  local cmd = vim.list_extend({ 'git', '-c', 'user.email=t@example.com', '-c', 'user.name=T' }, args)
+  local obj = vim.system(cmd, { cwd = cwd, text = true }):wait()
+  assert(obj.code == 0, table.concat(args, ' ') .. ': ' .. (obj.stderr or ''))
+  return obj.stdout
+end
+
+--- A fresh git workspace holding `files` (name → lines), committed, with an identity for the
+--- commits the server makes. Returns its real path.
+function H.git_workspace(files)
+  local ws = vim.fn.resolve(vim.fn.tempname())
+  vim.fn.mkdir(ws, 'p')
+  for name, lines in pairs(files) do
+    vim.fn.writefile(lines, ws .. '/' .. name)
+  end
+  H.git({ 'init', '-q' }, ws)
+  H.git({ 'add', '.' }, ws)
+  H.git({ 'commit', '-q', '-m', 'init' }, ws)
+  H.git({ 'config', 'user.email', 't@example.com' }, ws)
+  H.git({ 'config', 'user.name', 'T' }, ws)
+  return ws
+end
+
 function H.finish()
   out(string.format('%d passed, %d failed', passed, #failed))
   io.stdout:flush()

@@ -12,24 +12,8 @@ if not python or not launcher or vim.fn.filereadable(launcher) == 0 then
 end
 local seen = H.capture_notify()
 
-local function git(args, cwd)
-  local obj = vim.system(vim.list_extend({ 'git', '-c', 'user.email=t@example.com', '-c', 'user.name=T' }, args), {
-    cwd = cwd,
-    text = true,
-  }):wait()
-  assert(obj.code == 0, table.concat(args, ' ') .. ': ' .. (obj.stderr or ''))
-  return obj.stdout
-end
-
-local ws = vim.fn.resolve(vim.fn.tempname())
-vim.fn.mkdir(ws, 'p')
-vim.fn.writefile({ 'x = 1' }, ws .. '/a.py')
-git({ 'init', '-q' }, ws)
-git({ 'add', '.' }, ws)
-git({ 'commit', '-q', '-m', 'init' }, ws)
--- The server's own commit (the tool's) needs an identity too.
-git({ 'config', 'user.email', 't@example.com' }, ws)
-git({ 'config', 'user.name', 'T' }, ws)
+local git = H.git
+local ws = H.git_workspace({ ['a.py'] = { 'x = 1' } })
 
 local picks, asked, floats = {}, {}, {}
 vim.ui.select = function(items, opts, on_choice)

@@ -3,26 +3,13 @@
 local H = dofile(vim.g.tether_test_root .. '/tests/helpers.lua')
 local api = vim.api
 
-local server = vim.env.TETHER_BIN or vim.fn.exepath('tether')
-if server == '' or vim.fn.executable(server) == 0 then
-  io.stdout:write('SKIP: `tether` not found (set TETHER_BIN)\n')
-  os.exit(77)
-end
+local server = H.tether_or_skip()
 if not vim.env.ANTHROPIC_BASE_URL then
   io.stdout:write('SKIP: needs ANTHROPIC_BASE_URL from `tether fake-api` (tests/e2e/test_neovim.py starts it)\n')
   os.exit(77)
 end
 
-local ws = vim.fn.resolve(vim.fn.tempname())
-vim.fn.mkdir(ws, 'p')
-vim.fn.writefile({ "print('hello')" }, ws .. '/hello.py')
-for _, cmd in ipairs({
-  { 'git', 'init', '-q' },
-  { 'git', '-c', 'user.email=t@example.com', '-c', 'user.name=T', 'add', '.' },
-  { 'git', '-c', 'user.email=t@example.com', '-c', 'user.name=T', 'commit', '-q', '-m', 'init' },
-}) do
-  assert(vim.system(cmd, { cwd = ws }):wait().code == 0, table.concat(cmd, ' '))
-end
+local ws = H.git_workspace({ ['hello.py'] = { "print('hello')" } })
 
 local seen = H.capture_notify()
 require('tether').setup({ cmd = { server, 'serve' } })

@@ -76,7 +76,7 @@ H.test('setup() twice replaces the options and leaves one set of autocommands', 
   local attach = vim.api.nvim_get_autocmds({ group = 'tether', event = 'LspAttach' })
   H.eq(1, #attach)
   H.eq({ 'tether', 'serve' }, vim.lsp.config.tether.cmd)
-  H.eq({ permissions = 'write', approvals = true }, vim.lsp.config.tether.init_options)
+  H.eq({ permissions = 'write', approvals = true, chat = true }, vim.lsp.config.tether.init_options)
   H.eq('function', type(vim.lsp.config.tether.root_dir), 'lsp/tether.lua is on the runtimepath')
   H.truthy(vim.lsp.config.tether.handlers['tether/event'], 'event handler registered')
   H.truthy(vim.lsp.config.tether.handlers['tether/approve'], 'approval handler registered')
@@ -85,7 +85,7 @@ end)
 H.test('init_options maps to the camelCase keys of docs/lsp.md', function()
   local cfg = config.build({ permissions = 'all', sandbox = 'bubblewrap', command_timeout = 30, model = 'm' })
   H.eq(
-    { permissions = 'all', approvals = true, sandbox = 'bubblewrap', commandTimeout = 30, model = 'm' },
+    { permissions = 'all', approvals = true, chat = true, sandbox = 'bubblewrap', commandTimeout = 30, model = 'm' },
     config.init_options(cfg)
   )
   H.eq(false, config.init_options(config.build({ approvals = false })).approvals)

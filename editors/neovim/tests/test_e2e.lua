@@ -4,11 +4,7 @@
 local H = dofile(vim.g.tether_test_root .. '/tests/helpers.lua')
 local api = vim.api
 
-local server = vim.env.TETHER_BIN or vim.fn.exepath('tether')
-if server == '' or vim.fn.executable(server) == 0 then
-  io.stdout:write('SKIP: `tether` not found (set TETHER_BIN)\n')
-  os.exit(77)
-end
+local server = H.tether_or_skip()
 
 local function sh(cmd, cwd)
   local obj = vim.system(cmd, { cwd = cwd, text = true }):wait()

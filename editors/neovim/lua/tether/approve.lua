@@ -202,6 +202,13 @@ M.queue = {}
 
 local start_next
 
+--- Tell whoever listens (the chat buffer, a user's own autocmd) about a question or its answer:
+--- `User` autocmds `TetherApprovalAsked` (data: the `tether/approve` params) and
+--- `TetherApprovalAnswered` (data: `{id, choice, message?}`). A listener's error never loses the answer.
+local function announce(pattern, data)
+  pcall(api.nvim_exec_autocmds, 'User', { pattern = pattern, data = data, modeline = false })
+end
+
 --- Answer an approval once: close its float, stop its timer, hand over the result, show the next.
 ---@param a tether.Approval
 ---@param result table
@@ -222,7 +229,13 @@ local function finish(a, result)
   if M.active == a then
     M.active = nil
   end
+  for i = #M.queue, 1, -1 do
+    if M.queue[i] == a then
+      table.remove(M.queue, i)
+    end
+  end
   a.done(result)
+  announce('TetherApprovalAnswered', { id = a.params.id, choice = result.choice, message = result.message })
   vim.schedule(start_next)
 end
 
@@ -275,7 +288,26 @@ end
 ---@param done fun(result: table)
 function M.ask(params, client_id, done)
   table.insert(M.queue, { params = params, client_id = client_id, done = done, finished = false })
+  announce('TetherApprovalAsked', params)
   start_next()
+end
+
+--- Answer the open question `id` from somewhere else than the prompt (the chat buffer's keys).
+--- The prompt that was shown for it is left to close on its own; its late answer is ignored.
+---@param id string the question's `id`
+---@param title string one of the CHOICES titles (anything else is a deny)
+---@param message string? for a deny: the message to the model
+---@return boolean answered false when no open question has that id
+function M.answer(id, title, message)
+  local open = { M.active }
+  vim.list_extend(open, M.queue)
+  for _, a in ipairs(open) do
+    if a.params.id == id and not a.finished then
+      finish(a, M.result(title, message))
+      return true
+    end
+  end
+  return false
 end
 
 --- The server took its questions back (`$/cancelRequest`: the call was cancelled or timed out). The

@@ -455,6 +455,11 @@ function impl.AgentExplain(p, bufnr)
   end)
 end
 
+function impl.AgentChat(p, bufnr)
+  local id = vim.trim(p.args)
+  require('tether.chat').open({ id = id ~= '' and id or nil, fresh = p.bang, bufnr = bufnr })
+end
+
 function impl.AgentCancel(_, bufnr)
   lsp().exec('tether.cancel', {}, { bufnr = bufnr }, function(e, res)
     if e then
@@ -469,6 +474,14 @@ end
 ---@type table<string, table>
 M.specs = {
   AgentAsk = { nargs = '+', bang = true, desc = 'Ask the agent (! starts a new conversation)' },
+  AgentChat = {
+    nargs = '?',
+    bang = true,
+    complete = function(arglead)
+      return require('tether.chat').complete(arglead)
+    end,
+    desc = 'Open the chat with the agent ({id} resumes a conversation, ! starts a new one)',
+  },
   AgentRollback = {
     nargs = '?',
     bang = true,

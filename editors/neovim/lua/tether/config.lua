@@ -183,6 +183,11 @@ M.schema = {
     description = 'Answer approval questions in Neovim (`tether/approve`); false leaves them to '
       .. "Neovim's `window/showMessageRequest`.",
   },
+  chat = {
+    type = 'boolean',
+    default = true,
+    description = 'Receive agent turns as they run (`tether/turn`), for `:AgentChat`.',
+  },
   log_level = {
     type = 'string',
     default = 'warn',
@@ -261,7 +266,7 @@ end
 ---@param cfg table
 ---@return table
 function M.init_options(cfg)
-  local out = { permissions = cfg.permissions, approvals = cfg.approvals }
+  local out = { permissions = cfg.permissions, approvals = cfg.approvals, chat = cfg.chat }
   if cfg.sandbox ~= nil then
     out.sandbox = cfg.sandbox
   end

@@ -32,6 +32,13 @@ function M.bootstrap()
       end
     end,
   })
+  api.nvim_create_autocmd('User', {
+    group = group,
+    pattern = { 'TetherApprovalAsked', 'TetherApprovalAnswered' },
+    callback = function(ev)
+      require('tether.chat').on_approval(ev)
+    end,
+  })
   api.nvim_create_autocmd('LspProgress', {
     group = group,
     callback = function(ev)

@@ -173,6 +173,9 @@ function M.on_attach(client, bufnr)
   if client.handlers and client.handlers['tether/event'] == nil then
     client.handlers['tether/event'] = M.on_event
   end
+  if client.handlers and client.handlers['tether/turn'] == nil then
+    client.handlers['tether/turn'] = require('tether.chat').on_turn
+  end
   -- A client started from a config of the user's own (not lsp/tether.lua) still answers approvals.
   if client.handlers and client.handlers['tether/approve'] == nil then
     client.handlers['tether/approve'] = require('tether.approve').handler

@@ -82,11 +82,21 @@ class TurnStream:
             self.send("tool", **_tool_fields(event))
         elif event.kind == "response":
             self._cost += float(data.get("cost") or 0.0)
-            self.send("usage", usage=data.get("usage"), cost=round(self._cost, 6))
+            self.send("usage", usage=_camel_keys(data.get("usage")), cost=round(self._cost, 6))
         elif event.kind in ("retry", "restart", "notice"):
             self.send("notice", text=event.text)
         elif event.kind == "stopped":
             self.send("stopped", stopReason=data.get("stop_reason"), message=event.text or None)
+
+
+def _camel_keys(usage: Any) -> dict[str, Any]:
+    """The model's `input_tokens`… as the protocol's `inputTokens`… (docs/lsp.md, "Chat")."""
+    if not isinstance(usage, Mapping):
+        return {}
+    return {
+        key.split("_")[0] + "".join(part.title() for part in key.split("_")[1:]): value
+        for key, value in usage.items()
+    }
 
 
 def _tool_fields(event: AgentEvent) -> dict[str, Any]:
