@@ -28,4 +28,14 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { globals: { process: "readonly", console: "readonly", setTimeout: "readonly", clearTimeout: "readonly", URL: "readonly", fetch: "readonly" } },
   },
+  {
+    // The chat webview's script runs in the browser, outside the TypeScript project.
+    files: ["media/**/*.js"],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: "script",
+      globals: { document: "readonly", window: "readonly", acquireVsCodeApi: "readonly" },
+    },
+  },
 );

@@ -196,3 +196,13 @@ def test_e2e_review_accept_rollback(e2e_cache: Path, vsix: Path) -> None:
     disk) → Show Tool Log (newest first, then filtered), through the palette of a real VS Code."""
     _assert_server_ready()
     _run_e2e(e2e_cache, vsix, "full", "--agent")
+
+
+@pytest.mark.timeout(900)
+def test_e2e_chat_view(e2e_cache: Path, vsix: Path) -> None:
+    """The chat view drives a whole scripted turn by clicking (issue 15): Enter sends, the answer is
+    visible while the turn runs, the `git commit` the policy asks about is allowed on its card (no
+    modal), hunk 1 accepted and hunk 2 rejected on the card (checked on disk), Open diff, Stop ends a
+    turn that never ends, the conversation is listed and New clears the view."""
+    _assert_server_ready()
+    _run_e2e(e2e_cache, vsix, "chat")

@@ -7,11 +7,13 @@
 // process group is killed at the end: extension hosts outlive the browser.
 //
 // Usage: node e2e/run-e2e.mjs --vsix tether-0.1.0.vsix --cache <setup-e2e.sh dir> --tether <path>
-//        [--artifacts test-artifacts] [--scenario full|restricted|smoke] [--agent] [--keep]
+//        [--artifacts test-artifacts] [--scenario full|restricted|chat|smoke] [--agent] [--keep]
 //        [--screenshots DIR]
 // Scenarios: `full` reviews a proposal end to end (made by Ask Agent against the offline Messages API
 // with --agent, else by Run Tool (JSON)…); `restricted` checks Restricted Mode and granting trust;
-// `smoke` only checks that the extension activates and a palette command works.
+// `chat` drives a whole agent turn through the chat view (streaming, an approval on its card, one
+// accept and one reject per hunk, Stop); `smoke` only checks that the extension activates and a
+// palette command works.
 // Exit code 0 when every step passed. Prints one line per step with its time.
 import { spawn, execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -62,6 +64,25 @@ const PROPOSED = ORIGINAL.replace('def total(items):\n', 'def total(items):\n   
   "        return 0.0\n",
 );
 const AFTER_HUNK_1 = ORIGINAL.replace('def total(items):\n', 'def total(items):\n    """Sum of items."""\n');
+
+// The chat scenario's model: a slow first answer (so the view shows it before the turn ends), an
+// edit with two hunks and a `git commit` the policy asks about; then a last answer; then a turn that
+// stalls after its first words (stopped with the Stop button).
+const CHAT_SCRIPT = {
+  name: "vscode-chat",
+  turns: [
+    {
+      content: [
+        { text: "Streaming my answer slowly: first I **document** `total`, then I make an empty average a float, then I commit." },
+        { tool_use: { id: "toolu_chat_write", name: "write_file", input: { path: "stats.py", content: PROPOSED } } },
+        { tool_use: { id: "toolu_chat_commit", name: "bash_command", input: { command: "git commit --allow-empty -q -m from-chat" } } },
+      ],
+      chunk_delay: 0.15,
+    },
+    { content: [{ text: "Both done: review the two hunks of stats.py." }] },
+    { content: [{ text: "Thinking about a long answer that never ends" }], hang_after: 4 },
+  ],
+};
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tether-vscode-e2e-"));
 const dirs = {
@@ -230,7 +251,7 @@ async function startFakeApi() {
   const script = path.join(tmp, "agent-script.json");
   fs.writeFileSync(
     script,
-    JSON.stringify({
+    JSON.stringify(opts.scenario === "chat" ? CHAT_SCRIPT : {
       name: "vscode-e2e",
       turns: [
         {
@@ -615,6 +636,98 @@ async function reviewScenario() {
   });
 }
 
+// --- the chat view ---------------------------------------------------------------------------------
+
+/** The chat webview's document: the view's iframe, then VS Code's inner frame holding our page. */
+const chatFrame = () => page.frameLocator("iframe.webview.ready").frameLocator("iframe#active-frame");
+
+async function chatScenario() {
+  await step("server starts; Set Permission Mode → read,command (so git commit is asked about)", async () => {
+    await statusBarText(/Tether: none/);
+    await runCommand("Tether: Set Permission Mode");
+    await pickItem("What may the agent do", "read,command");
+    await statusBarText(/Tether: read,command\b/);
+  });
+  await step("Tether: Open Chat shows the chat view in Tether's activity-bar container", async () => {
+    await runCommand("Tether: Open Chat");
+    await page.locator(".activitybar .action-item a[aria-label^='Tether']").first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    await chatFrame().locator("#prompt").waitFor({ state: "visible", timeout: 60_000 });
+    await chatFrame().locator(".empty").waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  });
+  await step("Enter sends; the answer streams in while the turn runs (Stop enabled)", async () => {
+    const prompt = chatFrame().locator("#prompt");
+    await prompt.click();
+    await prompt.fill("Document total, make an empty average a float");
+    await prompt.press("Shift+Enter");
+    await prompt.pressSequentially("and commit.");
+    if (!(await prompt.inputValue()).includes("float\nand commit.")) throw new Error("Shift+Enter did not make a new line");
+    await prompt.press("Enter");
+    await chatFrame().locator(".user", { hasText: "and commit." }).waitFor({ timeout: STEP_TIMEOUT });
+    await chatFrame().locator(".assistant", { hasText: "Streaming my answer" }).waitFor({ timeout: STEP_TIMEOUT });
+    const whole = await chatFrame().locator(".assistant").first().innerText();
+    if (whole.includes("then I commit.")) throw new Error(`the whole answer arrived at once: ${whole}`);
+    if (await chatFrame().locator("#stop").isDisabled()) throw new Error("Stop is disabled while the turn runs");
+    if ((await prompt.inputValue()) !== "") throw new Error("the prompt box was not cleared");
+    await chatFrame().locator(".assistant strong", { hasText: "document" }).waitFor({ timeout: STEP_TIMEOUT });
+    await docShot("chat-streaming");
+  });
+  await step("the git commit is asked about on its card: Allow once runs it (no modal)", async () => {
+    const before = commitCount();
+    const card = chatFrame().locator(".card", { hasText: "git commit --allow-empty -q -m from-chat" });
+    await card.locator(".question").waitFor({ timeout: 60_000 });
+    const text = await card.innerText();
+    for (const want of [/Allow `git commit --allow-empty -q -m from-chat`\?/, /ask\.git_state/, /Allow for this session/, /Deny/]) {
+      if (!want.test(text)) throw new Error(`the question card misses ${want}:\n${text}`);
+    }
+    if (await page.locator(".monaco-dialog-box").isVisible()) throw new Error("a modal opened although the chat is visible");
+    await docShot("chat-approval");
+    await card.locator("button", { hasText: /^Allow once$/ }).click();
+    await card.locator(".answer", { hasText: "Allowed once" }).waitFor({ timeout: STEP_TIMEOUT });
+    await card.locator(".badge", { hasText: /^executed$/ }).waitFor({ timeout: 60_000 });
+    await waitFor(() => commitCount() === before + 1, "the approved commit");
+  });
+  await step("the turn ends: the edit's card shows two hunks, cost and tokens in the footer", async () => {
+    await chatFrame().locator(".assistant", { hasText: "Both done" }).waitFor({ timeout: 60_000 });
+    await chatFrame().locator("#stop:disabled").waitFor({ timeout: STEP_TIMEOUT });
+    const card = chatFrame().locator(".card", { hasText: "write_file(stats.py)" });
+    await card.locator(".badge", { hasText: /^proposed$/ }).waitFor({ timeout: STEP_TIMEOUT });
+    await card.locator(".hunk").nth(1).waitFor({ timeout: STEP_TIMEOUT });
+    const meta = await chatFrame().locator("#meta").innerText();
+    if (!/^\$\d+\.\d{4} · [1-9]\d* in \/ [1-9]\d* out · c-/.test(meta)) throw new Error(`footer: ${meta}`);
+    await waitForFile(ORIGINAL, "unchanged before any accept");
+    await docShot("chat-review");
+  });
+  await step("Accept hunk 1 and Reject hunk 2 on the card: the file has exactly hunk 1", async () => {
+    const card = chatFrame().locator(".card", { hasText: "write_file(stats.py)" });
+    await card.getByRole("button", { name: "Accept hunk 1" }).click();
+    await card.locator(".hunk-accepted").waitFor({ timeout: STEP_TIMEOUT });
+    await waitForFile(AFTER_HUNK_1, "the original plus hunk 1");
+    await card.getByRole("button", { name: "Reject hunk 2" }).click();
+    await card.locator(".hunk-rejected").waitFor({ timeout: STEP_TIMEOUT });
+    await waitForFile(AFTER_HUNK_1, "still the original plus hunk 1 after the reject");
+  });
+  await step("Open diff opens the proposal in the diff editor", async () => {
+    await chatFrame().locator(".card", { hasText: "write_file(stats.py)" }).locator("button", { hasText: "Open diff" }).click();
+    await page.locator(".monaco-diff-editor").first().waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  });
+  await step("Stop cancels a turn that never ends", async () => {
+    await runCommand("Tether: Open Chat");
+    const prompt = chatFrame().locator("#prompt");
+    await prompt.fill("Tell me a long story.");
+    await prompt.press("Enter");
+    await chatFrame().locator(".assistant", { hasText: "Thinking" }).waitFor({ timeout: 60_000 });
+    await chatFrame().locator("#stop").click();
+    await chatFrame().locator(".stopped", { hasText: "cancelled" }).waitFor({ timeout: 60_000 });
+    if (!(await chatFrame().locator("#stop").isDisabled())) throw new Error("Stop still enabled after the turn ended");
+  });
+  await step("the conversation is listed; New clears the view", async () => {
+    await chatFrame().locator("#conversations").focus();
+    await chatFrame().locator("#conversations option", { hasText: /Document total/ }).waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+    await chatFrame().locator("#new").click();
+    await chatFrame().locator(".empty").waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+  });
+}
+
 // --- scenario --------------------------------------------------------------------------------------
 
 async function main() {
@@ -622,7 +735,7 @@ async function main() {
   await step("prepare workspace and user settings", async () => prepare());
   await step("install the .vsix into code-server", async () => installExtension());
   let url;
-  if (opts.agent) {
+  if (opts.agent || opts.scenario === "chat") {
     await step("start the offline Messages API", async () => {
       env.ANTHROPIC_BASE_URL = await startFakeApi();
       log(`ANTHROPIC_BASE_URL=${env.ANTHROPIC_BASE_URL}`);
@@ -683,6 +796,8 @@ async function main() {
       const after = serverPids();
       if (after.length !== 1 || after[0] === before[0]) throw new Error(`after restart: ${after} (before: ${before})`);
     });
+  } else if (opts.scenario === "chat") {
+    await chatScenario();
   } else {
     await reviewScenario();
   }

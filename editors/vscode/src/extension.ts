@@ -3,12 +3,13 @@
  */
 import * as vscode from "vscode";
 import { registerCommands } from "./common/commands";
-import { PROPOSAL_SCHEME, VIEW_SCHEME } from "./common/constants";
+import { CHAT_VIEW_ID, PROPOSAL_SCHEME, VIEW_SCHEME } from "./common/constants";
 import { ProposalDocuments, ViewDocuments } from "./common/documents";
 import { createLog } from "./common/log";
 import { TetherServer } from "./common/server";
 import { needsRestart } from "./common/settings";
 import { StatusItem } from "./common/status";
+import { ChatViewProvider } from "./chat/view";
 
 let server: TetherServer | undefined;
 
@@ -19,6 +20,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const proposals = new ProposalDocuments(server);
   const views = new ViewDocuments();
   const running = server;
+  const chat = new ChatViewProvider(context.extensionUri, server);
 
   context.subscriptions.push(
     log,
@@ -28,6 +30,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     views,
     vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, proposals),
     vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, views),
+    chat,
+    vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
     ...registerCommands({ server, views, secrets: context.secrets }),
     server.onEvent(() => void running.refreshStatus()),
     vscode.workspace.onDidChangeConfiguration((event) => {

@@ -24,6 +24,9 @@ export interface ApprovalAnswer {
 }
 
 export interface ApprovalQuestion {
+  /** The question's id and the tool that asks (the chat view shows it on that tool's card). */
+  id: string;
+  tool: string;
   command: string;
   rule: string;
   reason: string;
@@ -52,6 +55,8 @@ export function parseQuestion(raw: unknown): ApprovalQuestion | undefined {
   const sandbox = q.sandbox !== null && typeof q.sandbox === "object" ? (q.sandbox as ApprovalQuestion["sandbox"]) : {};
   const always = q.always as { file?: unknown; toml?: unknown } | null | undefined;
   return {
+    id: text(q.id),
+    tool: text(q.tool),
     command: q.command,
     rule: text(q.rule),
     reason: text(q.reason),

@@ -4,7 +4,7 @@
  * Reviewing proposals lives in review.ts, rollback and the tool log in history.ts.
  */
 import * as vscode from "vscode";
-import { API_KEY_SECRET, COMMAND_TITLES, COMMANDS, type CommandId } from "./constants";
+import { API_KEY_SECRET, CHAT_VIEW_ID, COMMAND_TITLES, COMMANDS, type CommandId } from "./constants";
 import type { ViewDocuments } from "./documents";
 import { asText, formatCheck, formatCommandResult } from "./format";
 import { historyHandlers } from "./history";
@@ -41,6 +41,10 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
 
   let askConversation: string | undefined;
   const handlers: Record<CommandId, Handler> = {
+    [COMMANDS.openChat]: async () => {
+      await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+    },
+
     [COMMANDS.askAgent]: async () => {
       const prompt = await vscode.window.showInputBox({ title: "Tether: Ask Agent", prompt: "What should the agent do?", ignoreFocusOut: true });
       if (!prompt) return;

@@ -15,8 +15,12 @@ export const API_KEY_SECRET = "tether.anthropicApiKey";
 export const API_KEY_ENV = "ANTHROPIC_API_KEY";
 
 /** Client-side commands contributed in package.json. None may collide with a server command id. */
+/** The chat webview view (package.json `contributes.views`); `<id>.focus` reveals it. */
+export const CHAT_VIEW_ID = "tether.chat";
+
 export const COMMANDS = {
   askAgent: "tether.askAgent",
+  openChat: "tether.openChat",
   showProposalDiff: "tether.showProposalDiff",
   acceptProposal: "tether.acceptProposal",
   rejectProposal: "tether.rejectProposal",
@@ -38,6 +42,7 @@ export type CommandId = (typeof COMMANDS)[keyof typeof COMMANDS];
 /** Palette titles (category "Tether"), as in package.json; used in error messages too. */
 export const COMMAND_TITLES: Record<CommandId, string> = {
   [COMMANDS.askAgent]: "Ask Agent…",
+  [COMMANDS.openChat]: "Open Chat",
   [COMMANDS.showProposalDiff]: "Show Proposal Diff",
   [COMMANDS.acceptProposal]: "Accept Proposal",
   [COMMANDS.rejectProposal]: "Reject Proposal",

@@ -66,9 +66,9 @@ async function chooseHunk(server: TetherServer, verb: string): Promise<{ proposa
 }
 
 /** Accept hunks through the server; the buffer it edits is saved when it was clean (buffers.ts). */
-async function acceptAndSave(server: TetherServer, proposal: Proposal, hunks: number[] | undefined, review = false): Promise<AcceptResult> {
+export async function acceptAndSave(server: TetherServer, proposalId: string, hunks: number[] | undefined, review = false): Promise<AcceptResult> {
   const clean = cleanDocuments();
-  const args: Record<string, unknown> = { id: proposal.id };
+  const args: Record<string, unknown> = { id: proposalId };
   if (hunks) args.hunks = hunks;
   if (review) args.review = true;
   const result = await server.request<AcceptResult>("tether.accept", args);
@@ -94,16 +94,17 @@ type ReviewCommand =
 export function reviewHandlers(server: TetherServer): Record<ReviewCommand, Handler> {
   return {
     [COMMANDS.showProposalDiff]: async (arg?: unknown) => {
-      const proposal = typeof arg === "string" ? (await listProposals(server)).find((p) => p.id === arg) : await chooseProposal(server, "Proposal to review");
-      if (!proposal) return;
-      const detail = await server.request<ProposalDetail>("tether.proposal", { id: proposal.id });
+      // An id (from a notification or a chat card) opens that proposal, decided or not.
+      const id = typeof arg === "string" ? arg : (await chooseProposal(server, "Proposal to review"))?.id;
+      if (!id) return;
+      const detail = await server.request<ProposalDetail>("tether.proposal", { id });
       await vscode.commands.executeCommand("vscode.diff", vscode.Uri.parse(detail.proposal.uri), proposalUri(detail.proposal), diffTitle(detail.proposal));
     },
 
     [COMMANDS.acceptProposal]: async () => {
       const proposal = await chooseProposal(server, "Proposal to accept");
       if (!proposal) return;
-      void vscode.window.showInformationMessage(describeAccept(await acceptAndSave(server, proposal, undefined)));
+      void vscode.window.showInformationMessage(describeAccept(await acceptAndSave(server, proposal.id, undefined)));
     },
 
     [COMMANDS.rejectProposal]: async () => {
@@ -116,7 +117,7 @@ export function reviewHandlers(server: TetherServer): Record<ReviewCommand, Hand
     [COMMANDS.acceptHunk]: async () => {
       const chosen = await chooseHunk(server, "accept");
       if (!chosen) return;
-      void vscode.window.showInformationMessage(describeAccept(await acceptAndSave(server, chosen.proposal, [chosen.hunk.index])));
+      void vscode.window.showInformationMessage(describeAccept(await acceptAndSave(server, chosen.proposal.id, [chosen.hunk.index])));
     },
 
     [COMMANDS.rejectHunk]: async () => {
@@ -134,7 +135,7 @@ export function reviewHandlers(server: TetherServer): Record<ReviewCommand, Hand
       );
       let result: AcceptResult;
       try {
-        result = await acceptAndSave(server, proposal, undefined, true);
+        result = await acceptAndSave(server, proposal.id, undefined, true);
       } catch (error) {
         // Discard, or Apply with nothing ticked: the editor refuses the edit. That is the user's choice, not a failure.
         if (error instanceof CommandFailed && /refused/.test(error.message)) {

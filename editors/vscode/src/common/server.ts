@@ -26,7 +26,7 @@ import { initializationOptions, resolveServerCommand, resolveSettings, serverEnv
 import type { StatusItem } from "./status";
 import { which } from "./which";
 import { cleanDocuments, saveAcceptedBuffer } from "./buffers";
-import { type ApprovalAnswer, answerFor, choicesFor, parseQuestion, questionDetail, questionTitle } from "./approve";
+import { type ApprovalAnswer, type ApprovalQuestion, answerFor, choicesFor, parseQuestion, questionDetail, questionTitle } from "./approve";
 
 /** Notices already shown this session (file, setting, value): each repository override is named once. */
 const shownNotices = new Set<string>();
@@ -93,6 +93,14 @@ export class TetherServer implements vscode.Disposable {
 
   /** Fired on every `tether/event` notification (tool calls, proposal changes, rollbacks). */
   readonly onEvent = this.events.event;
+  private readonly turnUpdates = new vscode.EventEmitter<unknown>();
+  /** Fired on every `tether/turn` notification (a running agent turn, piece by piece; the chat view). */
+  readonly onTurn = this.turnUpdates.event;
+  /**
+   * Asks the person somewhere other than the modal (the chat view's card, while it is visible);
+   * returns undefined to leave the question to the modal.
+   */
+  inlineApprover: ((question: ApprovalQuestion, token: vscode.CancellationToken) => Promise<ApprovalAnswer> | undefined) | undefined;
 
   constructor(
     private readonly secrets: vscode.SecretStorage,
@@ -195,7 +203,13 @@ export class TetherServer implements vscode.Disposable {
     client.onNotification("tether/event", (event: TetherEvent) => {
       this.events.fire(event);
     });
-    client.onRequest("tether/approve", (params: unknown, token: vscode.CancellationToken) => askPerson(params, token));
+    client.onNotification("tether/turn", (update: unknown) => {
+      this.turnUpdates.fire(update);
+    });
+    client.onRequest("tether/approve", (params: unknown, token: vscode.CancellationToken) => {
+      const question = parseQuestion(params);
+      return (question && this.inlineApprover?.(question, token)) ?? askPerson(params, token);
+    });
     this.starting = true;
     try {
       await client.start();
@@ -277,6 +291,7 @@ export class TetherServer implements vscode.Disposable {
 
   dispose(): void {
     this.events.dispose();
+    this.turnUpdates.dispose();
     this.disposables.forEach((d) => {
       d.dispose();
     });

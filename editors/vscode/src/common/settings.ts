@@ -341,6 +341,8 @@ export function resolveServerCommand(settings: TetherSettings, which: (name: str
 export interface InitializationOptions {
   /** The client answers `tether/approve` with the modal (approve.ts). */
   approvals: true;
+  /** The chat view shows agent turns while they run (`tether/turn`). */
+  chat: true;
   /** Restricted Mode: the server runs read-only (previews, proposals list, log, checkpoints list). */
   readOnly?: true;
   permissions?: string;
@@ -362,7 +364,7 @@ export function initializationOptions(
   trusted = true,
 ): InitializationOptions {
   const { settings, explicit } = resolved;
-  const options: InitializationOptions = { approvals: true };
+  const options: InitializationOptions = { approvals: true, chat: true };
   if (!trusted) {
     options.readOnly = true; // nothing else from settings a repository may have written
     return options;

@@ -99,7 +99,7 @@ describe("resolveSettings", () => {
     // unset user value: VS Code's default `none`, so a repository can grant nothing
     const unset = resolveSettings(layered({}, { permissions: "read,command,workspace" }));
     assert.equal(unset.settings.permissions, "none");
-    assert.deepEqual(initializationOptions(unset), { approvals: true, permissions: "none" });
+    assert.deepEqual(initializationOptions(unset), { approvals: true, chat: true, permissions: "none" });
     // a narrower value is honoured, from the folder too, without a notice
     const narrower = resolveSettings(layered({ permissions: "all" }, { permissions: "read,write" }, { permissions: "read" }));
     assert.equal(narrower.settings.permissions, "read");
@@ -114,7 +114,7 @@ describe("resolveSettings", () => {
     assert.equal(resolved.settings.maxCost, 0);
     assert.equal(resolved.settings.commandTimeout, 10);
     assert.deepEqual(resolved.ignored.map((i) => i.key).sort(), ["tether.commandTimeout", "tether.maxCost", "tether.model", "tether.sandbox"]);
-    assert.deepEqual(initializationOptions(resolved), { approvals: true, sandbox: "bubblewrap", commandTimeout: 10 });
+    assert.deepEqual(initializationOptions(resolved), { approvals: true, chat: true, sandbox: "bubblewrap", commandTimeout: 10 });
   });
 
   test("every contributed setting is classified for trust", () => {
@@ -123,7 +123,7 @@ describe("resolveSettings", () => {
 
   test("untrusted workspaces: read-only, and nothing from the settings is sent", () => {
     const set = resolveSettings(mine({ permissions: "all", sandbox: "firejail" }));
-    assert.deepEqual(initializationOptions(set, "all", false), { approvals: true, readOnly: true });
+    assert.deepEqual(initializationOptions(set, "all", false), { approvals: true, chat: true, readOnly: true });
   });
 
   test("workspace is granted only by name; all is read,write,command", () => {
@@ -174,20 +174,20 @@ describe("resolveServerCommand", () => {
 
 describe("initializationOptions and environment", () => {
   test("only what the user set is sent; the server's config file decides the rest", () => {
-    assert.deepEqual(initializationOptions(resolveSettings(mine({}))), { approvals: true });
+    assert.deepEqual(initializationOptions(resolveSettings(mine({}))), { approvals: true, chat: true });
     const set = resolveSettings(mine({ permissions: "write,read", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 }));
-    assert.deepEqual(initializationOptions(set), { approvals: true, permissions: "read,write", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 });
+    assert.deepEqual(initializationOptions(set), { approvals: true, chat: true, permissions: "read,write", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 });
   });
 
   test("invalid settings are not sent (the server keeps its default)", () => {
     const bad = resolveSettings(mine({ permissions: "root", commandTimeout: 0, sandbox: "bubblewrap" }));
-    assert.deepEqual(initializationOptions(bad), { approvals: true, sandbox: "bubblewrap" });
+    assert.deepEqual(initializationOptions(bad), { approvals: true, chat: true, sandbox: "bubblewrap" });
   });
 
   test("the session's permission mode survives restarts and wins over the setting", () => {
     const set = resolveSettings(mine({ permissions: "all" }));
-    assert.deepEqual(initializationOptions(set, "read"), { approvals: true, permissions: "read" });
-    assert.deepEqual(initializationOptions(resolveSettings(mine({})), "none"), { approvals: true, permissions: "none" });
+    assert.deepEqual(initializationOptions(set, "read"), { approvals: true, chat: true, permissions: "read" });
+    assert.deepEqual(initializationOptions(resolveSettings(mine({})), "none"), { approvals: true, chat: true, permissions: "none" });
   });
 
   test("the API key never goes into initializationOptions", () => {
