@@ -32,6 +32,7 @@ def test_the_demo_runs_every_step_offline(tmp_path: Path) -> None:
     assert "Demo complete" in out
     assert "denied: `sh` after `curl` in the same command would run what was downloaded" in out
     assert "editor: 2 pending hunk preview(s) shown in calc.py" in out
+    assert "tool-card updates reached the editor while the turn ran" in out  # tether/turn streamed
     assert "accept hunk 1: applied via the editor" in out
     assert "reject hunk(s) 2: nothing written" in out
     assert "1 failed, 3 passed" in out  # hunk 1 fixed add(); the rejected hunk 2 leaves mean() broken

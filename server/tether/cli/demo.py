@@ -92,6 +92,8 @@ class Demo:
     buffers: dict[str, Buffer] = field(default_factory=dict)
     accept_checkpoint: str | None = None  # taken before the first accepted hunk: the rollback target
     previews: dict[str, int] = field(default_factory=dict)
+    # What a chat view received while the turns ran (`tether/turn`), by kind.
+    streamed: dict[str, int] = field(default_factory=dict)
     docs_port: int | None = None  # the local "documentation server" the network step reaches
     sandbox: str = ""
     questions: list[dict[str, Any]] = field(default_factory=list)  # tether/approve requests seen
@@ -152,6 +154,12 @@ class Demo:
         self._step(1, f"The agent is asked: {prompt!r}")
         first = await self._command(client, "tether.ask", {"prompt": prompt})
         self._show_turn(first)
+        self.console.print(
+            f"  [dim]tether/turn: {self.streamed.get('text', 0)} pieces of text and "
+            f"{self.streamed.get('tool', 0)} tool-card updates reached the editor while the turn ran "
+            "(what the chat views draw)[/]"
+        )
+        self._check(self.streamed.get("text", 0) > 1, "the answer streamed to the editor (tether/turn)")
         self._check(first["stopReason"] == "end_turn", f"turn 1 ended with {first['stopReason']}")
         self._check(
             any(call["verdict"] == "denied" for call in first["toolCalls"]) or self.online,
@@ -367,6 +375,7 @@ class Demo:
         # pygls tags handler functions with attributes, which bound methods cannot carry: wrap them.
         handlers: dict[str, Callable[[Any], Any]] = {
             "tether/event": self._on_event,
+            "tether/turn": self._on_turn,
             "tether/approve": self._on_approve,
             types.WORKSPACE_APPLY_EDIT: self._on_apply_edit,
             types.WINDOW_SHOW_MESSAGE: self._on_message,
@@ -389,7 +398,7 @@ class Demo:
                 process_id=os.getpid(),
                 root_uri=workspace.as_uri(),
                 workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
-                initialization_options={"permissions": DEMO_PERMISSIONS, "approvals": True},
+                initialization_options={"permissions": DEMO_PERMISSIONS, "approvals": True, "chat": True},
             )
         )
         client.initialized(types.InitializedParams())
@@ -461,6 +470,10 @@ class Demo:
         self.console.print(
             f"  [dim]tether/event:[/] {event.get('tool')} [{color}]{event.get('state')}[/]{rule}"
         )
+
+    def _on_turn(self, params: Any) -> None:
+        kind = str(_as_dict(params).get("kind"))
+        self.streamed[kind] = self.streamed.get(kind, 0) + 1
 
     def _on_diagnostics(self, params: types.PublishDiagnosticsParams) -> None:
         """The inline previews an editor shows: one diagnostic per pending hunk."""
