@@ -671,7 +671,7 @@ async function chatScenario() {
     await chatFrame().locator(".assistant strong", { hasText: "document" }).waitFor({ timeout: STEP_TIMEOUT });
     await docShot("chat-streaming");
   });
-  await step("the git commit is asked about on its card: Allow once runs it (no modal)", async () => {
+  await step("the git commit is asked about on its card (no modal; hiding the view says where it waits): Allow once runs it", async () => {
     const before = commitCount();
     const card = chatFrame().locator(".card", { hasText: "git commit --allow-empty -q -m from-chat" });
     await card.locator(".question").waitFor({ timeout: 60_000 });
@@ -681,6 +681,14 @@ async function chatScenario() {
     }
     if (await page.locator(".monaco-dialog-box").isVisible()) throw new Error("a modal opened although the chat is visible");
     await docShot("chat-approval");
+    // Hidden while the question waits: a notification says where it is, and takes you back.
+    await runCommand("View: Show Explorer");
+    await notification(/the agent is waiting for your answer in the chat/);
+    await page
+      .locator(".notifications-toasts .notification-toast", { hasText: /waiting for your answer/ })
+      .locator(".monaco-button", { hasText: /^Open Chat$/ })
+      .click();
+    await card.locator("button", { hasText: /^Allow once$/ }).waitFor({ state: "visible", timeout: STEP_TIMEOUT });
     await card.locator("button", { hasText: /^Allow once$/ }).click();
     await card.locator(".answer", { hasText: "Allowed once" }).waitFor({ timeout: STEP_TIMEOUT });
     await card.locator(".badge", { hasText: /^executed$/ }).waitFor({ timeout: 60_000 });

@@ -59,6 +59,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         }
         void this.handle(message).catch((error: unknown) => this.notice(`${(error as Error).message}`));
       }),
+      view.onDidChangeVisibility(() => {
+        // A question on a card nobody can see would wait for the server's timeout: say where it is.
+        if (!view.visible && this.questions.size > 0) {
+          void vscode.window
+            .showWarningMessage("Tether: the agent is waiting for your answer in the chat.", "Open Chat")
+            .then((choice) => choice && vscode.commands.executeCommand(COMMANDS.openChat));
+        }
+      }),
       view.onDidDispose(() => {
         this.view = undefined;
       }),
