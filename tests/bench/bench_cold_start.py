@@ -4,12 +4,18 @@ Run: python tests/bench/bench_cold_start.py [--rounds N]
 A hook runs once per tool call of another agent, and `tether check` is what scripts call: both pay
 the interpreter's start, Tether's imports and opening the session. The baseline is the same
 interpreter doing nothing, measured in the same run. Goal (issue "Speed at scale"): check <= 3x.
+
+Tether's modules are byte-compiled first, as `pip install` does: with PYTHONDONTWRITEBYTECODE set
+(as on these machines) an editable checkout would otherwise recompile stale modules on every start
+and measure the compiler, not Tether.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -17,12 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
 
 def timed(argv: list[str], rounds: int, stdin: str = "", cwd: Path | None = None) -> float:
     samples = []
     for _ in range(rounds):
         start = time.perf_counter()
-        subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False, cwd=cwd)
+        subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False, cwd=cwd, env=ENV)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
@@ -31,6 +39,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
+    import tether
+
+    compileall.compile_dir(Path(tether.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory(prefix="tether-bench-") as tmp:
         ws = Path(tmp)
         subprocess.run(["git", "init", "-q", str(ws)], check=True)

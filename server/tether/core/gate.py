@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tether.core.approvals import (
     TITLES,
@@ -39,21 +39,15 @@ from tether.core.approvals import (
     denied,
     session_pattern,
 )
-from tether.core.audit import AuditLog, VerifyResult, make_entry
-from tether.core.checkpoints import Checkpoint, Checkpoints
 from tether.core.config import EffectiveConfig
 from tether.core.explain import network_summary
-from tether.core.hooks import run_hooks
 from tether.core.permissions import Permission, Permissions, format_permissions
 from tether.core.policy import check_path, decide
 from tether.core.policy.ruleset import Rule, rule_for_segment
 from tether.core.policy.types import MODES
-from tether.core.proposals import Hunk, Proposal, ProposalStore, read_current_text
 from tether.core.redact import redact_credentials
-from tether.core.rules_file import add_user_rule, rule_toml
 from tether.core.sandbox import Runner, select_runner
 from tether.core.tools.base import DocumentSource, NoDocuments, Tool, ToolContext, ToolOutcome
-from tether.core.tools.registry import default_tools
 from tether.errors import (
     CheckpointError,
     ConfigError,
@@ -63,6 +57,14 @@ from tether.errors import (
     TetherError,
     ToolInputError,
 )
+
+if TYPE_CHECKING:
+    # Imported where they are first used: `tether check` and other one-shot faces open a session
+    # but never touch proposals, the audit log, checkpoints or the tools, and importing them was a
+    # third of a cold start (tests/bench/bench_cold_start.py).
+    from tether.core.audit import AuditLog, VerifyResult
+    from tether.core.checkpoints import Checkpoint, Checkpoints
+    from tether.core.proposals import Hunk, Proposal, ProposalStore
 
 log = logging.getLogger(__name__)
 
@@ -222,15 +224,46 @@ class Gate:
         self._approval_ids = RequestIds()
         self.documents: DocumentSource = documents if documents is not None else NoDocuments()
         self.on_event = on_event
-        self.proposals = ProposalStore(self.workspace)
-        self.audit = AuditLog(self.workspace)
-        self._tools: dict[str, Tool] = {tool.spec.name: tool for tool in (tools or default_tools())}
+        self._tool_list = tools
+        self._lazy_lock = threading.Lock()
+        self._proposals: ProposalStore | None = None
+        self._audit: AuditLog | None = None
+        self._tool_map: dict[str, Tool] | None = None
         self._runner_factory = runner_factory
         self._runner: Runner | None = None
         self._runner_lock = threading.Lock()
         self._checkpoints: Checkpoints | None = None
         self._checkpoint_lock = threading.Lock()
         self._packing = threading.Event()  # checkpoint maintenance is running on its thread
+
+    # --- parts built on first use -----------------------------------------------------------------
+
+    @property
+    def proposals(self) -> ProposalStore:
+        with self._lazy_lock:
+            if self._proposals is None:
+                from tether.core.proposals import ProposalStore
+
+                self._proposals = ProposalStore(self.workspace)
+            return self._proposals
+
+    @property
+    def audit(self) -> AuditLog:
+        with self._lazy_lock:
+            if self._audit is None:
+                from tether.core.audit import AuditLog
+
+                self._audit = AuditLog(self.workspace)
+            return self._audit
+
+    @property
+    def _tools(self) -> dict[str, Tool]:
+        with self._lazy_lock:
+            if self._tool_map is None:
+                from tether.core.tools.registry import default_tools
+
+                self._tool_map = {tool.spec.name: tool for tool in (self._tool_list or default_tools())}
+            return self._tool_map
 
     # --- what faces ask about ------------------------------------------------------------------
 
@@ -605,6 +638,8 @@ class Gate:
         """What "Always allow" would write, and where: shown in the question before anyone chooses."""
         if self.rules_file is None:
             return None
+        from tether.core.rules_file import rule_toml
+
         rules = [_approved_rule(segment) for segment in pending]
         toml = "".join(rule_toml(rule) for rule in dict.fromkeys(rules))
         patterns = tuple(tuple(str(word) for word in rule.pattern) for rule in rules)
@@ -618,6 +653,8 @@ class Gate:
         """
         if always is None or self.rules_file is None:
             return {"rulesWritten": [], "rulesError": "no user config file to write the rule into"}
+        from tether.core.rules_file import add_user_rule
+
         written: list[str] = []
         try:
             for rule in dict.fromkeys(_approved_rule(segment) for segment in pending):
@@ -672,6 +709,8 @@ class Gate:
             if document is not None:
                 current = document.text
             else:
+                from tether.core.proposals import read_current_text
+
                 current = read_current_text(self.workspace, proposal.path)
             plan = self.proposals.plan_accept(proposal_id, hunks, current)  # marks it stale if it can't
             checkpoint, warnings = self._take_checkpoint(f"accept {proposal.path}")
@@ -805,6 +844,8 @@ class Gate:
 
     def _checkpoint_store(self) -> Checkpoints:
         if self._checkpoints is None:
+            from tether.core.checkpoints import Checkpoints
+
             self._checkpoints = Checkpoints(self.workspace, self.config.checkpoints)
         return self._checkpoints
 
@@ -832,6 +873,8 @@ class Gate:
         hooks = self.config.hooks.pre_tool_use if phase == "pre" else self.config.hooks.post_tool_use
         if not hooks:
             return None
+        from tether.core.hooks import run_hooks
+
         return run_hooks(
             hooks,
             phase=phase,
@@ -858,6 +901,8 @@ class Gate:
         # What the model reads never carries a private key or a provider key (docs/secrets.md).
         result.text, in_text = redact_credentials(result.text)
         result.result, in_result = redact_credentials(result.result)
+        from tether.core.audit import make_entry
+
         entry = make_entry(
             tool=result.tool,
             input=args if isinstance(args, Mapping) else {"raw": repr(args)[:2000]},
