@@ -110,6 +110,23 @@ H.test('a stored conversation is drawn as it was', function()
   H.contains(text_of(model.render(s)), '      a\n      b')
 end)
 
+H.test('a turn that was not streamed (no chat capability) is drawn from the answer', function()
+  local s = model.new()
+  model.begin_turn(s, 'go', 't-5')
+  model.fill_from_result(s, {
+    text = 'Done.',
+    toolCalls = { { name = 'write_file', summary = 'write_file(a.py)', verdict = 'allow', proposalId = 'p-9' } },
+  })
+  local text = text_of(model.render(s))
+  H.contains(text, '## Tether\nDone.\n● write_file(a.py) — proposed · p-9')
+  -- A streamed turn is not drawn twice.
+  model.begin_turn(s, 'again', 't-6')
+  model.apply(s, { turnId = 't-6', kind = 'text', delta = 'streamed', block = 1 })
+  model.fill_from_result(s, { text = 'streamed', toolCalls = {} })
+  local _, count = text_of(model.render(s)):gsub('streamed', '')
+  H.eq(1, count)
+end)
+
 H.test('the buffer: redraws stream above the separator and leave the prompt alone', function()
   local chat_ui = require('tether.chat')
   local chat = chat_ui.buffer()

@@ -158,6 +158,23 @@ function M.open(opts)
   end)
 end
 
+--- A card reached its final state with a proposal: fetch its hunks to draw them.
+local function fetch_hunks(chat, card)
+  local client = client_of(chat)
+  if not client or card.fetching then
+    return
+  end
+  card.fetching = true
+  lsp().exec('tether.proposal', { id = card.proposal_id }, { client = client }, function(e, res)
+    card.fetching = false
+    if e then
+      return log().warn(e)
+    end
+    card.hunks = (res.proposal or {}).hunks or {}
+    M.schedule_redraw(chat)
+  end)
+end
+
 --- The prompt typed below the separator, and clear it.
 local function take_prompt(chat)
   local first = sep_row(chat) + 1
@@ -195,6 +212,12 @@ function M.send(chat)
       model.end_turn(chat.state, 'error', nil)
     else
       chat.state.conversation_id = res.conversationId or chat.state.conversation_id
+      model.fill_from_result(chat.state, res)
+      for _, card in pairs(chat.state.cards) do
+        if card.proposal_id and not card.hunks then
+          fetch_hunks(chat, card)
+        end
+      end
       model.end_turn(chat.state, res.stopReason, res.message)
     end
     for _, c in ipairs(vim.lsp.get_clients({ name = lsp().NAME })) do
@@ -217,23 +240,6 @@ function M.cancel(chat)
     if e then
       log().error(e)
     end
-  end)
-end
-
---- A card reached its final state with a proposal: fetch its hunks to draw them.
-local function fetch_hunks(chat, card)
-  local client = client_of(chat)
-  if not client or card.fetching then
-    return
-  end
-  card.fetching = true
-  lsp().exec('tether.proposal', { id = card.proposal_id }, { client = client }, function(e, res)
-    card.fetching = false
-    if e then
-      return log().warn(e)
-    end
-    card.hunks = (res.proposal or {}).hunks or {}
-    M.schedule_redraw(chat)
   end)
 end
 

@@ -123,6 +123,31 @@ function M.end_turn(state, stop_reason, message)
   end
 end
 
+--- The `tether.ask` answer, for a turn whose notifications never came (a server or client without
+--- `chat`): its text and tool calls are drawn at the end. A streamed turn is left as it is.
+---@param res table `{text, toolCalls: [{id?, name, summary, verdict, reason?, proposalId?, isError}]}`
+function M.fill_from_result(state, res)
+  for i = #state.entries, 1, -1 do
+    local kind = state.entries[i].kind
+    if kind == 'user' then
+      break
+    end
+    if kind == 'assistant' or kind == 'tool' then
+      return
+    end
+  end
+  if type(res.text) == 'string' and res.text ~= '' then
+    table.insert(state.entries, { kind = 'assistant', text = res.text })
+  end
+  for n, call in ipairs(type(res.toolCalls) == 'table' and res.toolCalls or {}) do
+    local card = card_for(state, tostring(call.id or ('result-' .. tostring(state.turn_id) .. '-' .. n)))
+    card.name = tostring(call.name or '?')
+    card.summary = tostring(call.summary or card.name)
+    card.state = call.proposalId and 'proposed' or (call.isError and 'failed' or tostring(call.verdict or 'done'))
+    card.reason, card.proposal_id = call.reason, call.proposalId
+  end
+end
+
 --- The approval question the server asked while a tool call ran: shown on that call's card (the
 --- newest running card of the same tool), or as its own card when there is none.
 ---@param q table `tether/approve` params
