@@ -151,6 +151,27 @@ H.test('the buffer: redraws stream above the separator and leave the prompt alon
   H.eq(lines, api.nvim_buf_get_lines(chat.bufnr, 0, -1, false))
 end)
 
+H.test('NUL, CR, escape sequences and newlines from the model never break a redraw', function()
+  local chat_ui = require('tether.chat')
+  local chat = chat_ui.buffer()
+  model.begin_turn(chat.state, 'x', 't-7')
+  model.apply(chat.state, { turnId = 't-7', kind = 'text', delta = 'a\0b\rc\r\nd\27[31m', block = 1 })
+  model.apply(chat.state, {
+    turnId = 't-7',
+    kind = 'tool',
+    id = 'odd',
+    name = 'bash_command',
+    summary = 'bash_command(a\nb\0c)',
+    state = 'executed',
+    output = 'o\0\n\rp',
+  })
+  chat.state.cards.odd.show_output = true
+  chat_ui.redraw(chat)
+  local lines = api.nvim_buf_get_lines(chat.bufnr, 0, -1, false)
+  H.contains(table.concat(lines, '\n'), '● bash_command(a b')
+  H.eq(model.SEPARATOR, lines[#lines - 1], 'the layout holds')
+end)
+
 H.test(':AgentChat without a server says how to start one', function()
   local seen = H.capture_notify()
   vim.cmd('AgentChat')
