@@ -203,6 +203,7 @@ def test_e2e_chat_view(e2e_cache: Path, vsix: Path) -> None:
     """The chat view drives a whole scripted turn by clicking (issue 15): Enter sends, the answer is
     visible while the turn runs, the `git commit` the policy asks about is allowed on its card (no
     modal), hunk 1 accepted and hunk 2 rejected on the card (checked on disk), Open diff, Stop ends a
-    turn that never ends, the conversation is listed and New clears the view."""
+    turn that never ends, the conversation is listed, New clears the view, and picking it from the
+    list draws it again."""
     _assert_server_ready()
     _run_e2e(e2e_cache, vsix, "chat")

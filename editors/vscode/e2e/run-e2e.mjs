@@ -728,11 +728,18 @@ async function chatScenario() {
     await chatFrame().locator(".stopped", { hasText: "cancelled" }).waitFor({ timeout: 60_000 });
     if (!(await chatFrame().locator("#stop").isDisabled())) throw new Error("Stop still enabled after the turn ended");
   });
-  await step("the conversation is listed; New clears the view", async () => {
+  await step("the conversation is listed; New clears the view; picking it from the list draws it again", async () => {
     await chatFrame().locator("#conversations").focus();
-    await chatFrame().locator("#conversations option", { hasText: /Document total/ }).waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+    const option = chatFrame().locator("#conversations option", { hasText: /Document total/ });
+    await option.waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+    const id = await option.getAttribute("value");
     await chatFrame().locator("#new").click();
     await chatFrame().locator(".empty").waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    await chatFrame().locator("#conversations").selectOption(id);
+    await chatFrame().locator(".user", { hasText: "and commit." }).waitFor({ timeout: STEP_TIMEOUT });
+    await chatFrame().locator(".card", { hasText: "bash_command(git commit --allow-empty -q -m from-chat)" }).waitFor({ timeout: STEP_TIMEOUT });
+    const meta = await chatFrame().locator("#meta").innerText();
+    if (!meta.includes(id)) throw new Error(`the resumed conversation is not the one picked: ${meta}`);
   });
 }
 
