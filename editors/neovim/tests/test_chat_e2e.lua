@@ -158,4 +158,38 @@ H.test(':AgentChat {id} draws the stored conversation; :AgentChat! starts a new 
   H.contains(text(), '● bash_command(git commit')
 end)
 
+local function read_tool(path)
+  local done, out, fail = false, nil, nil
+  require('tether.lsp').exec('tether.runTool', { name = 'read_file', input = { path = path } }, {}, function(e, res)
+    done, out, fail = true, res, e
+  end)
+  H.wait(function()
+    return done
+  end, 'read_file')
+  assert(not fail, fail)
+  return out.result
+end
+
+H.test(':AgentAllowSecret lets the agent read one secret file after the person confirms', function()
+  vim.fn.writefile({ 'API_KEY=not-a-real-key-123' }, ws .. '/.env')
+  local refused = read_tool('.env')
+  H.eq(true, refused.isError, 'refused before')
+  H.contains(refused.text, ':AgentAllowSecret .env', 'the refusal names the command')
+  local real_confirm = vim.fn.confirm
+  vim.fn.confirm = function()
+    return 2 -- No
+  end
+  vim.cmd('AgentAllowSecret .env')
+  H.eq(true, read_tool('.env').isError, 'still refused after No')
+  vim.fn.confirm = function()
+    return 1 -- Allow
+  end
+  vim.cmd('AgentAllowSecret .env')
+  vim.fn.confirm = real_confirm
+  H.wait(function()
+    local r = read_tool('.env')
+    return not r.isError and r.text:find('API_KEY=not-a-real-key-123', 1, true) ~= nil
+  end, 'the file readable after Allow')
+end)
+
 H.finish()

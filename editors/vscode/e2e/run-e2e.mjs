@@ -741,6 +741,20 @@ async function chatScenario() {
     const meta = await chatFrame().locator("#meta").innerText();
     if (!meta.includes(id)) throw new Error(`the resumed conversation is not the one picked: ${meta}`);
   });
+  await step("Allow Secret File… (named in every secret refusal) lets .env through after a modal; audited", async () => {
+    fs.writeFileSync(path.join(dirs.workspace, ".env"), "API_KEY=not-a-real-key\n");
+    await runCommand("Tether: Allow Secret File…");
+    await answerInput("Tether: Allow Secret File", ".env");
+    const dialog = page.locator(".monaco-dialog-box");
+    await dialog.waitFor({ state: "visible", timeout: STEP_TIMEOUT });
+    if (!/reach the model|sent to the model/.test(await dialog.innerText())) throw new Error("the modal does not say the content reaches the model");
+    await dialog.locator(".monaco-button", { hasText: /^Allow$/ }).click();
+    await notification(/the agent may read \.env until the server stops/);
+    const audit = fs.readFileSync(path.join(dirs.workspace, ".tether", "tool_log.jsonl"), "utf8");
+    if (!audit.split("\n").some((line) => line.includes('"tool": "allow_secret"') || line.includes('"tool":"allow_secret"'))) {
+      throw new Error("no allow_secret line in the audit log");
+    }
+  });
 }
 
 // --- scenario --------------------------------------------------------------------------------------

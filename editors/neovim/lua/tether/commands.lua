@@ -460,6 +460,22 @@ function impl.AgentChat(p, bufnr)
   require('tether.chat').open({ id = id ~= '' and id or nil, fresh = p.bang, bufnr = bufnr })
 end
 
+--- `:AgentAllowSecret {path}`: the person lets the agent read one secret file until the server stops
+--- (`tether.allowSecret`, audited). Named in every secret-file refusal; asks before it allows.
+function impl.AgentAllowSecret(p, bufnr)
+  local path = vim.trim(p.args)
+  local prompt = string.format('Let the agent read %s until the server stops? Its content will reach the model.', path)
+  if vim.fn.confirm(prompt, '&Allow\n&No', 2, 'Warning') ~= 1 then
+    return log().info('not allowed: ' .. path)
+  end
+  lsp().exec('tether.allowSecret', { path = path }, { bufnr = bufnr }, function(e, res)
+    if e then
+      return log().error(e)
+    end
+    log().info(string.format('the agent may read %s until the server stops', res.path or path))
+  end)
+end
+
 function impl.AgentCancel(_, bufnr)
   lsp().exec('tether.cancel', {}, { bufnr = bufnr }, function(e, res)
     if e then
@@ -529,6 +545,11 @@ M.specs = {
     desc = 'Explain the policy decision on a command, layer by layer',
   },
   AgentCancel = { nargs = 0, desc = 'Cancel the running agent turn or command' },
+  AgentAllowSecret = {
+    nargs = 1,
+    complete = 'file',
+    desc = 'Let the agent read one secret file (e.g. .env) until the server stops',
+  },
   AgentCheck = { nargs = '+', complete = 'shellcmd', desc = 'Would the tether policy allow this command?' },
 }
 

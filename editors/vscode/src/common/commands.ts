@@ -99,6 +99,28 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
       if (!result.ok && !result.dryRun) void vscode.window.showWarningMessage(`Tether: ${result.text.split("\n")[0]}`);
     },
 
+    [COMMANDS.allowSecretFile]: async () => {
+      // The person's choice, never the agent's: named in every secret-file refusal (docs/secrets.md).
+      const folder = vscode.workspace.workspaceFolders?.[0];
+      const active = vscode.window.activeTextEditor?.document.uri;
+      const suggested = folder && active?.scheme === "file" ? vscode.workspace.asRelativePath(active, false) : "";
+      const path = await vscode.window.showInputBox({
+        title: "Tether: Allow Secret File",
+        prompt: "A secret file (e.g. .env) the agent may read until the server stops. Its content will reach the model.",
+        value: suggested,
+        ignoreFocusOut: true,
+      });
+      if (!path?.trim()) return;
+      const confirm = await vscode.window.showWarningMessage(
+        `Tether: let the agent read ${path.trim()} for this session?`,
+        { modal: true, detail: "Its content, keys included, will be sent to the model until the server stops. The choice is audited." },
+        "Allow",
+      );
+      if (confirm !== "Allow") return;
+      const result = await server.request<{ path: string }>("tether.allowSecret", { path: path.trim() });
+      void vscode.window.showInformationMessage(`Tether: the agent may read ${result.path} until the server stops.`);
+    },
+
     [COMMANDS.checkCommand]: async () => {
       const command = await vscode.window.showInputBox({ title: "Tether: Check Command", prompt: "Would the policy allow this command? Nothing is run.", ignoreFocusOut: true });
       if (!command) return;

@@ -108,8 +108,9 @@ def secret_globs(settings: SecretSettings) -> list[str]:
 def how_to_allow(relpath: str) -> str:
     """The sentence every refusal ends with: what the person can do about it."""
     return (
-        f"if the agent really needs {relpath}, the user can allow it for this session (the editor's "
-        f'"Allow Secret File", LSP `tether.allowSecret`) or always (`[secrets] allow = ["{relpath}"]` '
+        f"if the agent really needs {relpath}, the user can allow it for this session (VS Code: "
+        f'"Tether: Allow Secret File…", Neovim: `:AgentAllowSecret {relpath}`, any client: LSP '
+        f'`tether.allowSecret`) or always (`[secrets] allow = ["{relpath}"]` '
         "in the user config; docs/secrets.md); its content will then reach the model"
     )
 
