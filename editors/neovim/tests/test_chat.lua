@@ -149,6 +149,11 @@ H.test('the buffer: redraws stream above the separator and leave the prompt alon
   -- The same redraw twice gives the same buffer (the separator mark does not drift).
   chat_ui.redraw(chat)
   H.eq(lines, api.nvim_buf_get_lines(chat.bufnr, 0, -1, false))
+  -- On a plain transcript line <CR> moves down as it always does (it sends only from the prompt).
+  api.nvim_win_set_cursor(0, { 1, 0 })
+  api.nvim_feedkeys(vim.keycode('<CR>'), 'mx', false)
+  H.eq(2, api.nvim_win_get_cursor(0)[1])
+  H.eq(lines, api.nvim_buf_get_lines(chat.bufnr, 0, -1, false), 'nothing was sent or changed')
 end)
 
 H.test('NUL, CR, escape sequences and newlines from the model never break a redraw', function()

@@ -44,6 +44,7 @@ function M.attach(chat)
       at.card.show_output = not at.card.show_output
       return ui.redraw(chat)
     end
+    pcall(vim.cmd, 'normal! ' .. vim.v.count1 .. '+') -- elsewhere <CR> moves down, as it always does
   end, 'send the prompt (on a tool line: show or hide its output)')
   map({ 'n', 'i' }, '<C-s>', function()
     if api.nvim_get_mode().mode:sub(1, 1) == 'i' then
