@@ -118,14 +118,9 @@ def test_plugin_against_real_server(tmp_path: Path) -> None:
 def test_approval_answered_in_neovim(tmp_path: Path) -> None:
     """The gate asks, `tether/approve` reaches the plugin, and Allow once / Deny / session decide.
 
-    The server is the real `tether serve` plus one tool whose verdict is *ask*
-    (`_neovim_asking_server.py`): no built-in command asks until the policy's rules do.
+    The real `tether serve` runs a real `git commit` (`bash_command`), whose verdict is *ask*.
     """
-    env = {
-        "TETHER_PYTHON": sys.executable,
-        "TETHER_ASKING_SERVER": str(Path(__file__).parent / "_neovim_asking_server.py"),
-    }
-    output = _run_lua("test_approve_e2e.lua", tmp_path, env)
+    output = _run_lua("test_approve_e2e.lua", tmp_path)
     assert "ok   Allow once: the question is shown, the commit runs (state executed)" in output
     assert "ok   Deny with a message: nothing runs" in output
 

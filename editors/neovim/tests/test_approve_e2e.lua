@@ -1,15 +1,11 @@
--- Approvals end to end against the real server (`tether serve`, started through
--- tests/e2e/_neovim_asking_server.py, which adds one tool whose verdict is *ask*: `ask_commit`, a real
--- git commit). The gate asks, the server sends tether/approve, the plugin shows the float and
--- vim.ui.select (stubbed here, in the test only, to play the person), and the answer decides.
+-- Approvals end to end against the real server (`tether serve`): a real `git commit` through
+-- `bash_command`, whose policy verdict is *ask* (rule ask.git_state). The gate asks, the server sends
+-- tether/approve, the plugin shows the float and vim.ui.select (stubbed here, in the test only, to
+-- play the person), and the answer decides.
 local H = dofile(vim.g.tether_test_root .. '/tests/helpers.lua')
 local api = vim.api
 
-local python, launcher = vim.env.TETHER_PYTHON, vim.env.TETHER_ASKING_SERVER
-if not python or not launcher or vim.fn.filereadable(launcher) == 0 then
-  io.stdout:write('SKIP: needs TETHER_PYTHON and TETHER_ASKING_SERVER (tests/e2e/test_neovim.py sets them)\n')
-  os.exit(77)
-end
+local server = H.tether_or_skip()
 local seen = H.capture_notify()
 
 local git = H.git
@@ -33,7 +29,7 @@ vim.ui.input = function(_, on_confirm)
   on_confirm(table.remove(messages, 1))
 end
 
-require('tether').setup({ cmd = { python, launcher }, permissions = 'command', notify_progress = false })
+require('tether').setup({ cmd = { server, 'serve' }, permissions = 'command', notify_progress = false })
 vim.lsp.enable('tether')
 vim.cmd('edit ' .. vim.fn.fnameescape(ws .. '/a.py'))
 local buf = api.nvim_get_current_buf()
@@ -47,7 +43,7 @@ local function run_tool(message)
   local done, out, fail = false, nil, nil
   require('tether.lsp').exec(
     'tether.runTool',
-    { name = 'ask_commit', input = { message = message } },
+    { name = 'bash_command', input = { command = 'git commit --allow-empty -q -m ' .. message } },
     { client = client, bufnr = buf },
     function(err, res)
       done, out, fail = true, res, err
@@ -66,15 +62,15 @@ end
 
 H.test('Allow once: the question is shown, the commit runs (state executed)', function()
   picks = { 'Allow once' }
-  local result = run_tool('from neovim')
+  local result = run_tool('from-neovim')
   H.eq('executed', result.state, vim.inspect(result))
   H.eq(true, result.ok)
-  H.eq({ 'from neovim', 'init' }, subjects())
+  H.eq({ 'from-neovim', 'init' }, subjects())
   H.eq('tether_approval', asked[1].kind)
   H.eq({ 'Allow once', 'Allow for this session', 'Always allow', 'Deny' }, asked[1].items)
   local float = table.concat(floats[1] or {}, '\n')
-  H.contains(float, "  • git commit --allow-empty -q -m 'from neovim'")
-  H.contains(float, "changes your repository's history beyond the work tree  [ask.git_state]")
+  H.contains(float, '  • git commit --allow-empty -q -m from-neovim')
+  H.contains(float, '`git commit` changes your repository beyond the work tree  [ask.git_state]')
   H.contains(float, 'Sandbox: ')
 end)
 
@@ -84,7 +80,7 @@ H.test('Deny with a message: nothing runs, the message reaches the result (what 
   H.eq('denied', result.state, vim.inspect(result))
   H.eq(false, result.ok)
   H.contains(vim.json.encode(result), 'squash it into the previous commit instead')
-  H.eq({ 'from neovim', 'init' }, subjects(), 'no commit')
+  H.eq({ 'from-neovim', 'init' }, subjects(), 'no commit')
 end)
 
 H.test('each answer is announced from its tether/event', function()
@@ -107,7 +103,7 @@ H.test(':AgentCancel while the question is open: the server withdraws it, the fl
   local done, out = false, nil
   require('tether.lsp').exec(
     'tether.runTool',
-    { name = 'ask_commit', input = { message = 'cancelled' } },
+    { name = 'bash_command', input = { command = 'git commit --allow-empty -q -m cancelled' } },
     { client = client, bufnr = buf },
     function(_, res)
       done, out = true, res
@@ -126,7 +122,7 @@ H.test(':AgentCancel while the question is open: the server withdraws it, the fl
   -- the future but leaves it in pygls' _request_futures. Reported to the lead.
   vim.ui.select = select
   H.eq('denied', out.result.state, vim.inspect(out))
-  H.eq({ 'from neovim', 'init' }, subjects(), 'no commit')
+  H.eq({ 'from-neovim', 'init' }, subjects(), 'no commit')
   for _, w in ipairs(api.nvim_list_wins()) do
     H.eq('', api.nvim_win_get_config(w).relative, 'no float left')
   end
@@ -138,7 +134,7 @@ H.test('Allow for this session: asked once, the next commit passes without a que
   H.eq('executed', run_tool('third').state)
   H.eq('executed', run_tool('fourth').state)
   H.eq(before + 1, #asked, 'one question for both')
-  H.eq({ 'fourth', 'third', 'from neovim', 'init' }, subjects())
+  H.eq({ 'fourth', 'third', 'from-neovim', 'init' }, subjects())
 end)
 
 client:stop(true)
