@@ -78,6 +78,11 @@ H.test('hunks and an approval question are rows of their card; answers are drawn
   H.eq(true, model.answered(s, 'ap-1', 'deny', 'not now'))
   H.contains(text_of(model.render(s)), '✗ denied: not now')
   H.eq(false, model.answered(s, 'ap-9', 'deny'), 'an unknown question')
+  model.apply(s, u({ kind = 'tool', id = 'tb', name = 'bash_command', summary = 'bash_command(git commit -m x)', state = 'denied', rule = 'ask.git_state', reason = 'denied by you' }))
+  model.apply(s, u({ kind = 'tool', id = 'tr', name = 'bash_command', summary = 'bash_command(git status)', state = 'executed', rule = 'allow.readonly_git', reason = 'reads only' }))
+  local text = text_of(model.render(s))
+  H.contains(text, '● bash_command(git commit -m x) — denied (ask.git_state): denied by you\n', 'rule and reason of a refusal')
+  H.contains(text, '● bash_command(git status) — executed (allow.readonly_git)\n', 'the rule that let it run, no reason')
 end)
 
 H.test('a question with no running card gets its own; a turn that ends denies what is open', function()

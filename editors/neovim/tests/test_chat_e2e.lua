@@ -101,6 +101,7 @@ H.test('the git commit is asked about on its card and allowed once with ga', fun
   H.wait(function()
     return text():find('from-chat) — executed', 1, true) ~= nil
   end, 'the commit ran', 60000)
+  H.contains(text(), 'from-chat) — executed (ask.git_state)', 'the rule that asked stays on its line')
   H.contains(git({ 'log', '--format=%s' }, ws), 'from-chat')
 end)
 

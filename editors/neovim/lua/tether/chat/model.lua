@@ -273,15 +273,17 @@ function M.render(state)
         )
       elseif e.kind == 'tool' then
         -- The server's summary already names the tool: `write_file(README.md)`.
+        -- The policy rule that decided the call stands after its state (why it ran, was asked or was
+        -- refused); a refusal also says why in words.
         local head = string.format('● %s — %s', e.summary ~= '' and one_line(e.summary) or e.name, e.state)
+        if e.rule then
+          head = head .. ' (' .. one_line(e.rule) .. ')'
+        end
         if e.proposal_id then
           head = head .. ' · ' .. e.proposal_id .. ' (gd diff, ga/gr all)'
         end
         if (e.state == 'denied' or e.state == 'failed') and e.reason then
           head = head .. ': ' .. one_line(e.reason)
-          if e.rule then
-            head = head .. ' [' .. e.rule .. ']'
-          end
         end
         add(head, STATE_HL[e.state] or 'TetherTool', { card = e })
         for _, h in ipairs(e.hunks or {}) do
