@@ -159,6 +159,15 @@ H.test('the buffer: redraws stream above the separator and leave the prompt alon
   api.nvim_feedkeys(vim.keycode('<CR>'), 'mx', false)
   H.eq(2, api.nvim_win_get_cursor(0)[1])
   H.eq(lines, api.nvim_buf_get_lines(chat.bufnr, 0, -1, false), 'nothing was sent or changed')
+  -- The separator deleted by hand comes back above the message, which is neither lost nor drawn over.
+  api.nvim_win_set_cursor(0, { #lines - 1, 0 })
+  vim.cmd('normal! dd')
+  model.apply(chat.state, { turnId = 't-4', kind = 'text', delta = ' four', block = 1 })
+  chat_ui.redraw(chat)
+  local after = api.nvim_buf_get_lines(chat.bufnr, 0, -1, false)
+  H.eq({ model.SEPARATOR, 'half a thought' }, { after[#after - 1], after[#after] })
+  H.contains(text_of(after), 'one two three four')
+  H.eq(#lines, #after, 'one separator, not two')
 end)
 
 H.test('NUL, CR, escape sequences and newlines from the model never break a redraw', function()

@@ -42,10 +42,21 @@ local function client_of(chat)
   return client, nil
 end
 
---- The separator's row (0-based).
+local function place_separator(chat, row)
+  chat.sep = api.nvim_buf_set_extmark(chat.bufnr, M.ns, row, 0, { id = chat.sep, line_hl_group = 'TetherHint' })
+end
+
+--- The separator's row (0-based). The buffer is yours to edit: when the separator line was deleted
+--- or changed (its mark then sits on another line), a new one is put back where the mark is, so
+--- the next redraw never takes the message for the transcript, nor sends transcript as message.
 local function sep_row(chat)
-  local pos = api.nvim_buf_get_extmark_by_id(chat.bufnr, M.ns, chat.sep, {})
-  return pos[1]
+  local row = api.nvim_buf_get_extmark_by_id(chat.bufnr, M.ns, chat.sep, {})[1]
+  if row == nil or api.nvim_buf_get_lines(chat.bufnr, row, row + 1, false)[1] ~= model.SEPARATOR then
+    row = row or api.nvim_buf_line_count(chat.bufnr)
+    api.nvim_buf_set_lines(chat.bufnr, row, row, false, { model.SEPARATOR })
+    place_separator(chat, row)
+  end
+  return row
 end
 
 --- Redraw the transcript above the separator now. Windows whose cursor is in the prompt keep it
@@ -111,7 +122,7 @@ function M.buffer()
   api.nvim_buf_set_lines(bufnr, 0, -1, false, { model.SEPARATOR, '' })
   chat = { bufnr = bufnr, state = model.new(), rows = {}, pending = false }
   -- Right gravity (the default): lines the redraw puts above the separator push the mark down.
-  chat.sep = api.nvim_buf_set_extmark(bufnr, M.ns, 0, 0, { line_hl_group = 'TetherHint' })
+  place_separator(chat, 0)
   M.current = chat
   require('tether.chat.keys').attach(chat)
   return chat
