@@ -30,6 +30,11 @@ H.test('a turn folds into the prompt, text blocks as paragraphs, one card per to
   model.apply(s, u({ kind = 'usage', usage = { inputTokens = 100, outputTokens = 20 }, cost = 0.0012 }))
   H.eq(false, model.apply(s, { turnId = 'other', kind = 'text', delta = 'x', block = 1 }), 'another turn is ignored')
   H.eq(false, model.apply(s, 'garbage'), 'malformed is ignored')
+  H.eq(false, model.apply(s, u({ kind = 'tool', id = 7, state = 'proposed', proposalId = 'p-x' })), 'a tool without an id')
+  H.eq(false, model.apply(s, u({ kind = 'tool', state = 'proposed', proposalId = 'p-x' })), 'a tool with no id')
+  model.apply(s, u({ kind = 'tool', id = 'tu2', name = 'write_file', state = 'proposed', proposalId = { 'p' } }))
+  H.eq(nil, s.cards.tu2.proposal_id, 'a proposal id that is not a string is not one')
+  s.cards.tu2, s.entries[#s.entries] = nil, nil
   local lines, _, rows = model.render(s)
   local text = text_of(lines)
   H.contains(text, '## You\nfix the average')

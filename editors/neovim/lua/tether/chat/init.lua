@@ -263,8 +263,9 @@ function M.on_turn(_, params, ctx)
   if not model.apply(chat.state, params) then
     return
   end
-  if params.kind == 'tool' and params.proposalId and params.state ~= 'running' then
-    fetch_hunks(chat, chat.state.cards[params.id])
+  local card = params.kind == 'tool' and chat.state.cards[params.id] or nil
+  if card and card.proposal_id and card.state ~= 'running' and not card.hunks then
+    fetch_hunks(chat, card)
   end
   M.schedule_redraw(chat)
 end

@@ -64,6 +64,9 @@ function M.apply(state, u)
   if type(u) ~= 'table' or u.turnId ~= state.turn_id or type(u.kind) ~= 'string' then
     return false
   end
+  if u.kind == 'tool' and type(u.id) ~= 'string' then
+    return false -- a card is found by its id: without one there is nothing to draw or update
+  end
   state.last_seq = u.seq
   if type(u.conversationId) == 'string' then
     state.conversation_id = u.conversationId
@@ -78,13 +81,13 @@ function M.apply(state, u)
       table.insert(state.entries, state.text_entry)
     end
     state.text_entry.text = state.text_entry.text .. tostring(u.delta or '')
-  elseif kind == 'tool' and type(u.id) == 'string' then
+  elseif kind == 'tool' then
     local card = card_for(state, u.id)
     card.name = tostring(u.name or card.name)
     card.summary = tostring(u.summary or card.summary)
     card.state = tostring(u.state or card.state)
     card.rule, card.reason = u.rule or card.rule, u.reason or card.reason
-    card.proposal_id = u.proposalId or card.proposal_id
+    card.proposal_id = type(u.proposalId) == 'string' and u.proposalId or card.proposal_id
     card.output = u.output or card.output
     state.text_entry = nil -- text after a tool call is a new paragraph
   elseif kind == 'usage' then
