@@ -189,7 +189,18 @@ H.test('NUL, CR, escape sequences and newlines from the model never break a redr
     state = 'executed',
     output = 'o\0\n\rp',
   })
+  model.apply(chat.state, {
+    turnId = 't-7',
+    kind = 'tool',
+    id = 'typed',
+    name = { 'not', 'a', 'string' },
+    state = 'executed',
+    rule = { 1 },
+    reason = 5,
+    output = { lines = 3 },
+  })
   chat.state.cards.odd.show_output = true
+  chat.state.cards.typed.show_output = true
   chat_ui.redraw(chat)
   local lines = api.nvim_buf_get_lines(chat.bufnr, 0, -1, false)
   H.contains(table.concat(lines, '\n'), '● bash_command(a b')

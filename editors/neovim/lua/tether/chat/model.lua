@@ -88,7 +88,7 @@ function M.apply(state, u)
     card.state = tostring(u.state or card.state)
     card.rule, card.reason = u.rule or card.rule, u.reason or card.reason
     card.proposal_id = type(u.proposalId) == 'string' and u.proposalId or card.proposal_id
-    card.output = u.output or card.output
+    card.output = type(u.output) == 'string' and u.output or card.output
     state.text_entry = nil -- text after a tool call is a new paragraph
   elseif kind == 'usage' then
     local usage = type(u.usage) == 'table' and u.usage or {}
