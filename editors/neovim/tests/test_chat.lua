@@ -27,6 +27,7 @@ H.test('a turn folds into the prompt, text blocks as paragraphs, one card per to
   model.apply(s, u({ kind = 'tool', id = 'tu1', name = 'write_file', summary = 'write_file(calc.py)', state = 'running' }))
   model.apply(s, u({ kind = 'tool', id = 'tu1', name = 'write_file', summary = 'write_file(calc.py)', state = 'proposed', proposalId = 'p-1a' }))
   model.apply(s, u({ kind = 'text', delta = 'Please review.', block = 2 }))
+  model.apply(s, u({ kind = 'text', delta = 'Then run the tests.', block = 3 }))
   model.apply(s, u({ kind = 'usage', usage = { inputTokens = 100, outputTokens = 20 }, cost = 0.0012 }))
   H.eq(false, model.apply(s, { turnId = 'other', kind = 'text', delta = 'x', block = 1 }), 'another turn is ignored')
   H.eq(false, model.apply(s, 'garbage'), 'malformed is ignored')
@@ -38,8 +39,8 @@ H.test('a turn folds into the prompt, text blocks as paragraphs, one card per to
   local lines, _, rows = model.render(s)
   local text = text_of(lines)
   H.contains(text, '## You\nfix the average')
-  H.contains(text, '## Tether\nI will make it a float.\n● write_file(calc.py) — proposed · p-1a')
-  H.contains(text, '\nPlease review.\n')
+  H.contains(text, '## Tether\nI will make it a float.\n\n● write_file(calc.py) — proposed · p-1a')
+  H.contains(text, '(gd diff, ga/gr all)\n\nPlease review.\n\nThen run the tests.\n', 'each block a paragraph')
   H.contains(text, 'cost $0.0012 · tokens 100 in / 20 out · running… (<C-c> stops)')
   H.eq(1, #vim.tbl_keys(s.cards), 'running and proposed are one card')
   local card_row
@@ -128,7 +129,7 @@ H.test('a turn that was not streamed (no chat capability) is drawn from the answ
     toolCalls = { { name = 'write_file', summary = 'write_file(a.py)', verdict = 'allow', proposalId = 'p-9' } },
   })
   local text = text_of(model.render(s))
-  H.contains(text, '## Tether\nDone.\n● write_file(a.py) — proposed · p-9')
+  H.contains(text, '## Tether\nDone.\n\n● write_file(a.py) — proposed · p-9')
   -- A streamed turn is not drawn twice.
   model.begin_turn(s, 'again', 't-6')
   model.apply(s, { turnId = 't-6', kind = 'text', delta = 'streamed', block = 1 })

@@ -250,19 +250,24 @@ function M.render(state)
   end
   add('# Tether chat' .. (state.title and (': ' .. one_line(state.title)) or ''), 'TetherHeader')
   add(state.conversation_id and ('conversation ' .. state.conversation_id) or 'new conversation', 'TetherHint')
-  local in_answer = false
+  -- The kind of the last entry drawn in this answer (false before its header). A text block is a
+  -- paragraph of its own: a blank line parts it from what comes before and after (a Markdown
+  -- renderer would otherwise run it into the next block or the card line).
+  local prev = false
   for _, e in ipairs(state.entries) do
     if e.kind == 'user' then
       add('')
       add('## You', 'TetherHeader')
       vim.list_extend(lines, vim.split(e.text, '\n', { plain = true }))
-      in_answer = false
+      prev = false
     else
-      if not in_answer then
+      if prev == false then
         add('')
         add('## Tether', 'TetherHeader')
-        in_answer = true
+      elseif prev == 'assistant' or e.kind == 'assistant' then
+        add('')
       end
+      prev = e.kind
       if e.kind == 'assistant' then
         for _, l in ipairs(vim.split(e.text, '\n', { plain = true })) do
           add(l)
