@@ -176,6 +176,72 @@ H.test('the buffer: redraws stream above the separator and leave the prompt alon
   H.eq(#lines, #after, 'one separator, not two')
 end)
 
+H.test('redraws replace only what changed, keep no undo history, and equal a full redraw', function()
+  local chat_ui = require('tether.chat')
+  local chat = chat_ui.buffer()
+  api.nvim_set_current_buf(chat.bufnr)
+  chat.state = model.new()
+  model.begin_turn(chat.state, 'go', 't-8')
+  local u = stream('t-8')
+  model.apply(chat.state, u({ kind = 'text', delta = 'first ', block = 1 }))
+  chat_ui.redraw(chat)
+  local last = api.nvim_buf_line_count(chat.bufnr)
+  api.nvim_buf_set_lines(chat.bufnr, last - 1, last, false, { 'my message' })
+  api.nvim_win_set_cursor(0, { last, 0 })
+  local changed = {}
+  api.nvim_buf_attach(chat.bufnr, false, {
+    on_lines = function(_, _, _, first)
+      table.insert(changed, first)
+    end,
+  })
+  local updates = {
+    u({ kind = 'text', delta = 'words', block = 1 }),
+    u({ kind = 'tool', id = 'b', name = 'bash_command', summary = 'bash_command(make)', state = 'running' }),
+    u({ kind = 'tool', id = 'b', name = 'bash_command', summary = 'bash_command(make)', state = 'failed', rule = 'allowed', reason = 'exit 2' }),
+    u({ kind = 'text', delta = 'It failed.', block = 2 }),
+  }
+  for _, upd in ipairs(updates) do
+    model.apply(chat.state, upd)
+    chat_ui.redraw(chat)
+  end
+  local header_rows = 6 -- title, conversation, '', '## You', 'go', ''
+  for _, first in ipairs(changed) do
+    H.truthy(first >= header_rows, 'a redraw rewrote the unchanged head from row ' .. first)
+  end
+  local function snapshot()
+    local marks = {}
+    for _, m in ipairs(api.nvim_buf_get_extmarks(chat.bufnr, chat_ui.ns, 0, -1, { details = true })) do
+      table.insert(marks, { m[2], m[4].hl_group or m[4].line_hl_group })
+    end
+    return { api.nvim_buf_get_lines(chat.bufnr, 0, -1, false), marks }
+  end
+  local incremental = snapshot()
+  H.contains(table.concat(incremental[1], '\n'), '● bash_command(make) — failed (allowed): exit 2')
+  vim.cmd('silent! normal! u')
+  H.eq(incremental, snapshot(), 'u does not take back a redraw')
+  -- The same state drawn from scratch gives the same lines and highlights.
+  local sep = api.nvim_buf_get_extmark_by_id(chat.bufnr, chat_ui.ns, chat.sep, {})[1]
+  api.nvim_buf_set_lines(chat.bufnr, 0, sep, false, {})
+  chat.drawn = nil
+  chat_ui.redraw(chat)
+  H.eq(incremental, snapshot())
+  -- Same text, other highlight: a prompt that quotes the chat's own header is not drawn as one.
+  local a, b = model.new(), model.new()
+  model.begin_turn(a, 'go', 'ta')
+  model.apply(a, { turnId = 'ta', kind = 'text', delta = 'hi', block = 1 })
+  model.begin_turn(b, 'go\n\n## Tether\nhi', 'tb')
+  chat.state = a
+  chat_ui.redraw(chat)
+  chat.state = b
+  chat_ui.redraw(chat)
+  incremental = snapshot()
+  sep = api.nvim_buf_get_extmark_by_id(chat.bufnr, chat_ui.ns, chat.sep, {})[1]
+  api.nvim_buf_set_lines(chat.bufnr, 0, sep, false, {})
+  chat.drawn = nil
+  chat_ui.redraw(chat)
+  H.eq(incremental, snapshot())
+end)
+
 H.test('NUL, CR, escape sequences and newlines from the model never break a redraw', function()
   local chat_ui = require('tether.chat')
   local chat = chat_ui.buffer()

@@ -59,28 +59,60 @@ local function sep_row(chat)
   return row
 end
 
+--- The first transcript row (0-based) whose text or highlight differs from what the buffer shows.
+--- What was drawn last is compared while the buffer is as the last redraw left it (changedtick);
+--- after any edit by hand the buffer itself is read.
+local function first_change(chat, lines, groups, old_sep)
+  local drawn = chat.drawn
+  local shown = drawn and drawn.tick == api.nvim_buf_get_changedtick(chat.bufnr) and drawn.lines
+    or api.nvim_buf_get_lines(chat.bufnr, 0, old_sep, false)
+  local old_groups = drawn and drawn.groups or {}
+  local n = math.min(#shown, #lines)
+  for i = 1, n do
+    if shown[i] ~= lines[i] or old_groups[i - 1] ~= groups[i - 1] then
+      return i - 1
+    end
+  end
+  return n
+end
+
 --- Redraw the transcript above the separator now. Windows whose cursor is in the prompt keep it
 --- there; windows in the transcript that were at its end follow it (the text streams in view).
+---
+--- Only the rows from the first that changed are replaced (a delta changes the last lines), and the
+--- redraw is kept out of the undo history: `u` is for what you type, and a history holding every
+--- redraw of a long transcript grew by hundreds of megabytes in one streamed answer.
 function M.redraw(chat)
   chat.pending = false
   if not api.nvim_buf_is_valid(chat.bufnr) then
     return
   end
   local lines, hls, rows = model.render(chat.state)
+  local groups = {}
+  for _, h in ipairs(hls) do
+    groups[h[1]] = h[4]
+  end
   local old_sep = sep_row(chat)
   local cursors = {}
   for _, win in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
     local row, col = unpack(api.nvim_win_get_cursor(win))
     cursors[win] = { row = row - 1, col = col, in_prompt = row - 1 > old_sep, following = row - 1 >= old_sep - 1 }
   end
-  api.nvim_buf_set_lines(chat.bufnr, 0, old_sep, false, lines)
+  local from = first_change(chat, lines, groups, old_sep)
+  local undolevels = vim.bo[chat.bufnr].undolevels
+  vim.bo[chat.bufnr].undolevels = -1
+  api.nvim_buf_set_lines(chat.bufnr, from, old_sep, false, vim.list_slice(lines, from + 1))
+  vim.bo[chat.bufnr].undolevels = undolevels
   local new_sep = sep_row(chat)
-  api.nvim_buf_clear_namespace(chat.bufnr, M.ns, 0, new_sep)
-  for _, h in ipairs(hls) do
-    local row, group = h[1], h[4]
-    api.nvim_buf_set_extmark(chat.bufnr, M.ns, row, 0, { end_row = row, end_col = #lines[row + 1], hl_group = group })
+  api.nvim_buf_clear_namespace(chat.bufnr, M.ns, from, new_sep)
+  for row = from, #lines - 1 do
+    local group = groups[row]
+    if group then
+      api.nvim_buf_set_extmark(chat.bufnr, M.ns, row, 0, { end_row = row, end_col = #lines[row + 1], hl_group = group })
+    end
   end
   chat.rows = rows
+  chat.drawn = { lines = lines, groups = groups, tick = api.nvim_buf_get_changedtick(chat.bufnr) }
   for win, c in pairs(cursors) do
     if api.nvim_win_is_valid(win) then
       local target = c.row + (new_sep - old_sep)
