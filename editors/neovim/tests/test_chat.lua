@@ -117,6 +117,7 @@ H.test('a stored conversation is drawn as it was', function()
   local text = text_of(lines)
   H.contains(text, '# Tether chat: fix it\nconversation c-9')
   H.contains(text, '● bash_command(ls) — done\n    output: 2 lines (<Tab> shows)')
+  H.contains(text, '\ncost $0.5000 · tokens since resumed: 0 in / 0 out', 'stored conversations keep no token counts')
   s.cards.x.show_output = true
   H.contains(text_of(model.render(s)), '      a\n      b')
 end)

@@ -194,6 +194,7 @@ function M.from_conversation(conv)
   local state = M.new()
   state.conversation_id, state.title = conv.id, conv.title
   state.cost = tonumber(conv.cost) or 0
+  state.resumed = true -- the stored conversation has its cost but no token counts
   for _, e in ipairs(conv.entries or {}) do
     if e.role == 'user' then
       table.insert(state.entries, { kind = 'user', text = tostring(e.text or '') })
@@ -340,8 +341,9 @@ function M.render(state)
   add('')
   local cost = state.cost + (state.turn_cost or 0)
   local footer = string.format(
-    'cost $%.4f · tokens %d in / %d out',
+    'cost $%.4f · tokens%s %d in / %d out',
     cost,
+    state.resumed and ' since resumed:' or '',
     state.input_tokens,
     state.output_tokens
   )
