@@ -129,6 +129,14 @@ def _startup(nvim: str, env: dict[str, str], tmp: Path, with_plugin: bool) -> tu
     return total, sourced
 
 
+def _lua(nvim: str, env: dict[str, str], script: Path, code: str) -> list[float]:
+    """Run `code` (with PLUGIN and DIR set) in a bare headless Neovim; the numbers it prints."""
+    script.write_text(f"local PLUGIN, DIR = {str(PLUGIN)!r}, {str(script.parent)!r}\n" + code)
+    argv = [nvim, "--headless", "-i", "NONE", "-u", "NONE", "-l", str(script)]
+    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+    return [float(n) for n in out.split()]
+
+
 def main() -> int:
     nvim = _nvim()
     with tempfile.TemporaryDirectory() as d:
@@ -146,29 +154,12 @@ def main() -> int:
         print(f"startup with plugin     median {w:8.2f} ms  ratio {w / b:5.2f}")
         print(f"  sourcing plugin/tether.lua   {s:8.2f} ms  ({100 * s / w:4.1f}% of startup)")
 
-        script = tmp / "render.lua"
-        script.write_text(f"local PLUGIN, DIR = {str(PLUGIN)!r}, {str(tmp)!r}\n" + RENDER_LUA)
-        out = subprocess.run(
-            [nvim, "--headless", "-i", "NONE", "-u", "NONE", "-l", str(script)],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.split()
-        render, plain = float(out[0]), float(out[1])
+        out = _lua(nvim, env, tmp / "render.lua", RENDER_LUA)
+        render, plain = out[0], out[1]
         print(f"200 bare extmarks       median {plain:8.3f} ms  (baseline)")
         print(f"render 200-hunk preview median {render:8.3f} ms  ratio {render / plain:5.2f}")
 
-        script = tmp / "chat.lua"
-        script.write_text(f"local PLUGIN = {str(PLUGIN)!r}\n" + CHAT_LUA)
-        out = subprocess.run(
-            [nvim, "--headless", "-i", "NONE", "-u", "NONE", "-l", str(script)],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.split()
-        redraw, append, grown = float(out[0]), float(out[1]), float(out[2])
+        redraw, append, grown = _lua(nvim, env, tmp / "chat.lua", CHAT_LUA)
         print(f"append a delta (set_text) median {append:8.3f} ms  (baseline)")
         print(f"chat redraw of a delta  median {redraw:8.3f} ms  ratio {redraw / append:5.2f}")
         print(f"  resident memory after 1500 deltas: +{grown:.1f} MB")
