@@ -125,4 +125,7 @@ def test_a_kill_during_packing_loses_nothing(tmp_path: Path) -> None:
         whole(repo, store)
     store.pack_objects()  # the next run finishes the job
     whole(repo, store)
-    assert packs(repo) <= 2
+    # Bounded, not "one pack": a kill can land after a full repack wrote its pack but before it
+    # removed the old ones, leaving a few packs, which is below the repack threshold (10) and left
+    # alone; above it, this run would have repacked (under load a fixed `<= 2` was flaky).
+    assert packs(repo) <= 10
