@@ -78,6 +78,11 @@ function num(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) ? value : 0;
 }
 
+/** Whether a card of this chat shows proposal `id`: the only proposals the view may act on. */
+export function showsProposal(state: ChatState, id: string): boolean {
+  return state.entries.some((e) => e.kind === "tool" && e.proposalId === id);
+}
+
 export function cardById(state: ChatState, id: string): ToolCard | undefined {
   return state.entries.find((e): e is ToolCard => e.kind === "tool" && e.id === id);
 }

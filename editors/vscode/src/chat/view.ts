@@ -15,7 +15,7 @@ import type { Proposal, RejectResult } from "../common/protocol";
 import { acceptAndSave } from "../common/review";
 import type { TetherServer } from "../common/server";
 import { parseWebviewMessage, viewOf, type WebviewMessage } from "./messages";
-import { answerQuestion, applyUpdate, attachQuestion, beginTurn, type ChatState, endTurn, fromConversation, newChat } from "./state";
+import { answerQuestion, applyUpdate, attachQuestion, beginTurn, type ChatState, endTurn, fromConversation, newChat, showsProposal } from "./state";
 
 interface AskResultShape {
   conversationId?: string;
@@ -33,6 +33,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private view: vscode.WebviewView | undefined;
   private state: ChatState = newChat();
   private turns = 0;
+  /** The conversation ids last sent to the view's list: the only ones it may resume. */
+  private listed = new Set<string>();
   private posting = false;
   private readonly questions = new Map<string, (answer: ApprovalAnswer) => void>();
   private readonly disposables: vscode.Disposable[] = [];
@@ -145,12 +147,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.listConversations();
       case "resume": {
         if (this.state.running) return this.notice("A turn is running: Stop it first.");
+        if (!this.listed.has(message.conversationId)) return this.notice("That conversation is not in the list.");
         const conversation = await this.server.request<unknown>("tether.conversation", { id: message.conversationId });
         this.state = fromConversation(conversation);
         return this.post();
       }
       case "accept":
       case "reject": {
+        // Defence in depth: the view acts only on what it shows, whatever its script sends.
+        if (!showsProposal(this.state, message.proposalId)) return this.notice(`No card here shows ${message.proposalId}.`);
         const hunks = message.hunk === undefined ? undefined : [message.hunk];
         // Accept as the palette does: a buffer that was clean is saved after the edit (buffers.ts).
         const result =
@@ -161,6 +166,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         return this.post();
       }
       case "diff":
+        if (!showsProposal(this.state, message.proposalId)) return this.notice(`No card here shows ${message.proposalId}.`);
         await vscode.commands.executeCommand(COMMANDS.showProposalDiff, message.proposalId);
         return;
       case "answer": {
@@ -175,7 +181,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private async listConversations(): Promise<void> {
     try {
       const listed = await this.server.request<{ conversations?: unknown[] }>("tether.conversations", {});
-      void this.view?.webview.postMessage({ type: "conversations", conversations: listed.conversations ?? [] });
+      const conversations = listed.conversations ?? [];
+      this.listed = new Set(conversations.map((c) => (c as { id?: unknown }).id).filter((id): id is string => typeof id === "string"));
+      void this.view?.webview.postMessage({ type: "conversations", conversations });
     } catch (error) {
       logWarn(`chat view: tether.conversations failed: ${(error as Error).message}`);
     }

@@ -4,7 +4,7 @@ import * as assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { escapeHtml, renderMarkdown } from "../../chat/markdown";
 import { MAX_PROMPT_CHARS, parseWebviewMessage, viewOf } from "../../chat/messages";
-import { answerQuestion, applyUpdate, attachQuestion, beginTurn, cardById, endTurn, fromConversation, newChat } from "../../chat/state";
+import { answerQuestion, applyUpdate, attachQuestion, beginTurn, cardById, endTurn, fromConversation, newChat, showsProposal } from "../../chat/state";
 
 function stream(turnId: string): (u: Record<string, unknown>) => Record<string, unknown> {
   let seq = 0;
@@ -36,6 +36,8 @@ describe("chat state", () => {
     assert.equal(card?.summary, "write_file(calc.py)");
     assert.equal(card?.state, "proposed");
     assert.equal(card?.proposalId, "p-1a2b");
+    assert.equal(showsProposal(s, "p-1a2b"), true);
+    assert.equal(showsProposal(s, "p-ffff"), false, "a proposal no card shows");
     assert.equal(s.turnCost, 0.002);
     applyUpdate(s, u({ kind: "stopped", stopReason: "end_turn" }));
     assert.equal(s.running, false);
