@@ -96,6 +96,20 @@ def test_bash_gets_tethers_verdict(ws: Path, tmp_path: Path, command: str, verdi
     assert "Traceback" not in done.stdout + done.stderr
 
 
+def test_the_network_allowlist_does_not_let_claude_codes_own_curl_through(ws: Path, tmp_path: Path) -> None:
+    """The allowlist works through Tether's proxy in Tether's sandbox; Claude Code runs its Bash
+    outside both, so a `[network]` allowing a domain must not turn curl into an allow here."""
+    config = tmp_path / "config" / "tether" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[network]\nallowed_domains = ["example.com"]\n')
+    done, answer = hook(
+        ws, tmp_path, event(ws, "PreToolUse", "Bash", {"command": "curl -sS https://evil.example.net/"})
+    )
+    assert done.returncode == 0, done.stderr
+    got, reason = decision(answer)
+    assert got == "deny", reason
+
+
 def test_a_command_that_may_change_files_is_checkpointed_first_and_rollback_undoes_it(
     ws: Path, tmp_path: Path
 ) -> None:

@@ -220,7 +220,8 @@ def _session(args: argparse.Namespace, event: dict[str, Any]) -> Session:
     chosen = args.workspace or os.environ.get("CLAUDE_PROJECT_DIR") or event.get("cwd")
     if not isinstance(chosen, str) or not chosen:
         raise HookInputError("no workspace: pass --workspace, or run from Claude Code (CLAUDE_PROJECT_DIR)")
-    return open_session(resolve_workspace(chosen), FaceOverrides())
+    # Claude Code runs the command, not Tether's sandbox: no proxy stands between it and the network.
+    return open_session(resolve_workspace(chosen), FaceOverrides(outside_sandbox=True))
 
 
 def _cwd(session: Session, event: dict[str, Any]) -> Path | None:

@@ -37,6 +37,7 @@ from tether.core.config import (
     user_config_path,
 )
 from tether.core.gate import EventSink, Gate, GateResult
+from tether.core.network.rules import NetworkSettings
 from tether.core.permissions import Permissions, format_permissions, parse_permissions
 from tether.core.policy import protected_write_paths
 from tether.core.sandbox import (
@@ -69,6 +70,10 @@ class FaceOverrides:
     max_cost: float | None = None
     api_key: str | None = None
     read_only: bool = False
+    outside_sandbox: bool = False
+    """The face's agent runs commands itself, outside Tether's sandbox and network proxy (Claude
+    Code's Bash under `tether hook claude-code`): the `[network]` allowlist cannot apply there, so
+    the policy judges as if the network were off (curl and wget stay refused)."""
 
 
 @dataclass
@@ -277,7 +282,11 @@ def _apply_overrides(config: EffectiveConfig, overrides: FaceOverrides) -> tuple
     permissions = config.permissions
     if overrides.permissions is not None:
         permissions = format_permissions(parse_permissions(overrides.permissions))
-    return replace(config, sandbox=sandbox, agent=agent, permissions=permissions), warnings
+    network, policy = config.network, config.policy
+    if overrides.outside_sandbox:
+        network, policy = NetworkSettings(), replace(policy, network_enabled=False)
+    changed = replace(config, sandbox=sandbox, agent=agent, permissions=permissions)
+    return replace(changed, network=network, policy=policy), warnings
 
 
 def _protect_path_tools(workspace: Path, config: EffectiveConfig) -> EffectiveConfig:

@@ -333,14 +333,7 @@ def _check_command(
     program = PROGRAMS.get(name)
     if name in NETWORK_CLIENTS and settings.network_enabled and mode != "read":
         # through the proxy, which checks every host (docs/network.md); files they name stay inside
-        for arg in expanded:
-            scheme = arg.partition("://")[0].lower() if "://" in arg else None
-            if scheme is not None and scheme not in ("http", "https"):
-                raise Deny(
-                    "network.scheme",
-                    f"`{name}` with a {scheme}:// URL: only http and https go through the proxy",
-                    program=name,
-                )
+        _network_client(name, expanded, workspace, settings, base)
         user_rule = True
     if "/" in name:
         ask = ask or _workspace_program(literal_argv, mode, workspace, settings, base)
@@ -377,6 +370,55 @@ def _check_command(
         _generic_paths(expanded, workspace, settings, base, write=True)
     redirects = tuple(_check_redirect(r, mode, workspace, settings, base) for r in raw.redirects)
     return Segment(argv=literal_argv, redirects=redirects), user_rule, ask or rule_ask
+
+
+_SCHEME = re.compile(r"(?i)\A(?:[^=]*=)?([a-z][a-z0-9+.-]*)://")
+_FILE_URL = re.compile(r"(?i)\A(?:[^=]*=)?file:")
+_READS_ARGUMENTS = {
+    # options that take further options or URLs from a file, or make a bare path a local URL
+    "curl": (frozenset({"-K", "--config", "--proto-default"}), "K"),
+    "wget": (frozenset({"-i", "--input-file", "-e", "--execute", "--config"}), "ie"),
+}
+
+
+def _network_client(
+    name: str, expanded: Sequence[str], workspace: Path, settings: PolicySettings, base: str
+) -> None:
+    """curl and wget with the network on: only http(s) through the proxy, and nothing that reads a
+    file the path checks cannot see. Refused: another scheme (`file:` also without `//`: curl reads
+    `file:/etc/x` as a local file); options that read options or URLs from a file (`-K cfg` could name
+    `file:///home/…`) or turn a bare path into a local URL (`--proto-default file`). Checked as
+    paths: what curl uploads from a file (`-d @f`, `-F k=@f`, `-F k=<f`, `-H @f`,
+    `--data-urlencode k@f`)."""
+    long_opts, short_letters = _READS_ARGUMENTS[name]
+    for arg in expanded:
+        option = arg.partition("=")[0]
+        short = arg.startswith("-") and not arg.startswith("--")
+        clustered = short and any(c in short_letters for c in arg[1:])
+        if option in long_opts or clustered:
+            raise Deny(
+                "network.scheme",
+                f"`{name} {option}` would read options or URLs from elsewhere, past the policy's checks",
+                "give the URL on the command line",
+                program=name,
+            )
+        scheme = _SCHEME.match(arg)
+        if (scheme is not None and scheme.group(1).lower() not in ("http", "https")) or _FILE_URL.match(arg):
+            what = scheme.group(1).lower() if scheme is not None else "file"
+            raise Deny(
+                "network.scheme",
+                f"`{name}` with a {what}: URL: only http and https go through the proxy",
+                program=name,
+            )
+    uploads: list[str] = []
+    for before, arg in zip(("", *expanded), expanded, strict=False):
+        if arg.startswith("@") or "=@" in arg or (before == "--data-urlencode" and "@" in arg):
+            uploads.append(arg.partition("@")[2])  # `@f`, `-F k=@f`, `--data-urlencode k@f`
+        if "=<" in arg:
+            uploads.append(arg.partition("=<")[2])  # `-F k=<f`
+        if arg.startswith("--data-urlencode=") and "@" in arg:
+            uploads.append(arg.partition("@")[2])
+    _generic_paths(uploads, workspace, settings, base)
 
 
 _RUNS_TEXT = frozenset(
@@ -450,9 +492,9 @@ def _sandbox_contains(name: str, deny: Deny) -> bool:
 
 
 _NEVER_CONTAINED = frozenset({"go.remote_module"})
+"""Refusals that stand in workspace mode too: they are about code from elsewhere, not files here."""
 NETWORK_CLIENTS = frozenset({"curl", "wget"})
 """Allowed (outside read mode) when `[network]` allows domains: the proxy decides each connection."""
-"""Refusals that stand in workspace mode too: they are about code from elsewhere, not files here."""
 
 
 def _workspace_program(

@@ -83,7 +83,7 @@ RULES: dict[str, str] = {
     "git.bare_repository": "git would run in a directory laid out as a bare repo (its config runs code)",
     "go.subcommand": "a go subcommand outside build/test/run/vet/list/mod(safe)/version/env",
     "network.download_and_run": "a shell or interpreter after curl/wget in the same command (`curl … | sh`)",
-    "network.scheme": "curl or wget with a URL scheme other than http/https (file://, gopher://…)",
+    "network.scheme": "curl/wget with a non-http(s) scheme (file:, gopher://) or a URL file option (-K)",
     "go.remote_module": "a go module named by remote path and version (`go run x.com/y@v1`): fetched, run",
     "go.ldflags": "linker flags other than -s, -w, -X name=value",
     "sed.script": "a sed script that is not pure printing",
