@@ -129,3 +129,16 @@ def test_a_kill_during_packing_loses_nothing(tmp_path: Path) -> None:
     # removed the old ones, leaving a few packs, which is below the repack threshold (10) and left
     # alone; above it, this run would have repacked (under load a fixed `<= 2` was flaky).
     assert packs(repo) <= 10
+
+
+def test_packing_never_touches_what_a_checkpoint_in_flight_uses(tmp_path: Path) -> None:
+    """Packing runs without the lock, beside a checkpoint: it must not sync the excludes or drop the
+    private index (a checkpoint between `add` and `write-tree` would snapshot an empty tree). A
+    store opened with other exclude settings is what would make it do both."""
+    repo = init_repo(tmp_path / "ws", {"a.txt": "a\n"})
+    Checkpoints(repo, CheckpointSettings()).create("first")
+    index = repo / ".git" / "tether" / "index"
+    excludes = repo / ".git" / "tether" / "store" / "info" / "exclude"
+    before = (index.stat().st_ino, index.stat().st_mtime_ns, excludes.read_bytes())
+    Checkpoints(repo, CheckpointSettings(exclude=("*.log",))).pack_objects()
+    assert (index.stat().st_ino, index.stat().st_mtime_ns, excludes.read_bytes()) == before

@@ -68,6 +68,7 @@ class Checkpoint:
     tool: str
     message: str
     skipped: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def uncovered(self) -> tuple[str, ...]:
@@ -75,8 +76,6 @@ class Checkpoint:
         out: files over the size budget and nested repositories without a commit (not the user's
         `exclude:` patterns, not `regenerated:` build outputs)."""
         return tuple(s for s in self.skipped if not s.startswith(("exclude:", "regenerated:")))
-
-    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -251,7 +250,10 @@ class Checkpoints:
         loc = self._location()
         if not (loc.store / "HEAD").is_file():
             return
-        git = self._prepare(loc)
+        # Not `_prepare`: it syncs the excludes and may drop the private index, which a checkpoint
+        # holding the lock could be using right now (its `write-tree` would then see an empty tree).
+        refuse_unsafe_state(loc)
+        git = store_git(loc)
         counts = _count_objects(git)
         if counts.get("packs", 0) > 10:
             git.run("repack", "-d", "-q", "--cruft", f"--cruft-expiration={PRUNE_GRACE}")
