@@ -122,3 +122,40 @@ def test_the_terminal_prompt(typed: str, choice: str, message: str | None) -> No
 
 def test_no_terminal_means_no_approver() -> None:
     assert terminal_approver(io.StringIO("o\n"), io.StringIO()) is None
+
+
+def test_await_answer_fails_closed_and_says_why() -> None:
+    """The one wait every face uses (LSP, ACP): answer, cancel, timeout, error."""
+    import concurrent.futures
+
+    from tether.core.approvals import ApprovalAnswer, await_answer
+
+    withdrawn: list[str] = []
+
+    def wait(future: concurrent.futures.Future[object], *, cancelled: bool = False, timeout: float = 5):
+        return await_answer(
+            future,
+            timeout=timeout,
+            cancelled=lambda: cancelled,
+            parse=lambda raw: ApprovalAnswer("allow_once") if raw == "yes" else ApprovalAnswer("deny"),
+            withdraw=lambda: withdrawn.append("x"),
+            who="the editor",
+        )
+
+    answered: concurrent.futures.Future[object] = concurrent.futures.Future()
+    answered.set_result("yes")
+    assert wait(answered).choice == "allow_once"
+    assert withdrawn == []
+
+    pending: concurrent.futures.Future[object] = concurrent.futures.Future()
+    late = wait(pending, timeout=0.2)
+    assert late.choice == "deny"
+    assert "no answer within 0.2 s" in late.reason
+    assert wait(pending, cancelled=True).reason.startswith("the call was cancelled")
+    assert withdrawn == ["x", "x"]
+
+    broken: concurrent.futures.Future[object] = concurrent.futures.Future()
+    broken.set_exception(RuntimeError("boom"))
+    failed = wait(broken)
+    assert failed.choice == "deny"
+    assert "the editor answered with an error (boom)" in failed.reason

@@ -235,11 +235,10 @@ class TetherAcpAgent:
     ) -> ApprovalAnswer:
         """Called by the gate on the tool call's worker thread: ask the client, wait for the answer."""
         import asyncio
-        import concurrent.futures
 
         from acp.schema import PermissionOption, ToolCallUpdate
 
-        from tether.core.approvals import ApprovalAnswer, denied
+        from tether.core.approvals import ApprovalAnswer, await_answer, denied
 
         session_id = next((sid for sid, s in self.sessions.items() if s is session), None)
         if self.conn is None or session_id is None:
@@ -258,27 +257,23 @@ class TetherAcpAgent:
         future = asyncio.run_coroutine_threadsafe(
             self.conn.request_permission(session_id=session_id, tool_call=tool_call, options=options), loop
         )
-        waited = 0.0
-        while waited < request.timeout:
-            if cancel.is_set() or session.cancel.is_set():
-                future.cancel()
-                return denied("the turn was cancelled while waiting for an answer: treated as deny")
-            try:
-                response = future.result(timeout=0.1)
-            except concurrent.futures.TimeoutError:
-                waited += 0.1
-                continue
-            except Exception as exc:
-                return denied(f"the client answered with an error ({exc}): treated as deny")
+
+        def parse(response: Any) -> ApprovalAnswer:
             outcome = response.outcome
-            choice = (
-                getattr(outcome, "option_id", None) if getattr(outcome, "outcome", "") == "selected" else None
-            )
+            selected = getattr(outcome, "outcome", "") == "selected"
+            choice = getattr(outcome, "option_id", None) if selected else None
             if choice in ("allow_once", "allow_session", "allow_always", "deny"):
                 return ApprovalAnswer(choice)
             return denied("the client cancelled the question: treated as deny")
-        future.cancel()
-        return denied(f"no answer within {request.timeout:g} s: treated as deny")
+
+        return await_answer(
+            future,
+            timeout=request.timeout,
+            cancelled=lambda: cancel.is_set() or session.cancel.is_set(),
+            parse=parse,
+            withdraw=future.cancel,
+            who="the client",
+        )
 
 
 def _kind(tool: str) -> ToolKind:

@@ -8,9 +8,11 @@ means deny (fail closed), and so does an answer that is not exactly one of the f
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -129,6 +131,41 @@ class ApprovalAnswer:
 def denied(reason: str) -> ApprovalAnswer:
     """A deny nobody chose: no approver, a timeout, a cancel, a malformed answer."""
     return ApprovalAnswer("deny", None, reason)
+
+
+POLL_SECONDS = 0.1
+
+
+def await_answer(
+    future: concurrent.futures.Future[Any],
+    *,
+    timeout: float,
+    cancelled: Callable[[], bool],
+    parse: Callable[[Any], ApprovalAnswer],
+    withdraw: Callable[[], object],
+    who: str,
+) -> ApprovalAnswer:
+    """The person's answer to a question a face sent (`future`), waited for on the tool call's thread.
+
+    Fail closed, and say why: the call cancelled meanwhile, no answer by `timeout` seconds (then
+    `withdraw` takes the question down), or `who` answering with an error are all a deny.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        if cancelled():
+            withdraw()
+            return denied("the call was cancelled while waiting for an answer: treated as deny")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            withdraw()
+            return denied(f"no answer within {timeout:g} s: treated as deny")
+        try:
+            raw = future.result(timeout=min(POLL_SECONDS, left))
+        except concurrent.futures.TimeoutError:
+            continue
+        except Exception as exc:  # the client answered with an error, or the request was dropped
+            return denied(f"{who} answered with an error ({exc}): treated as deny")
+        return parse(raw)
 
 
 MAX_MESSAGE_CHARS = 4000

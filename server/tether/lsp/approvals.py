@@ -15,7 +15,6 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -25,6 +24,7 @@ from tether.core.approvals import (
     ApprovalAnswer,
     ApprovalRequest,
     Approver,
+    await_answer,
     choice_for_title,
     denied,
     parse_answer,
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 APPROVE_METHOD = "tether/approve"
-POLL_SECONDS = 0.1
 
 
 def client_answers_approvals(ls: TetherServer) -> bool:
@@ -91,21 +90,14 @@ def _ask(
     except Exception as exc:  # no loop, closed transport: nobody can answer
         log.warning("cannot ask the editor: %s", exc)
         return denied(f"the editor could not be asked ({exc}): treated as deny")
-    waited = 0.0
-    while waited < request.timeout:
-        if cancel.is_set():
-            _drop(ls, future)
-            return denied("the call was cancelled while waiting for an answer: treated as deny")
-        try:
-            raw = future.result(timeout=POLL_SECONDS)
-        except FutureTimeout:
-            waited += POLL_SECONDS
-            continue
-        except Exception as exc:  # the client answered with an error
-            return denied(f"the editor answered with an error ({exc}): treated as deny")
-        return parse(_plain(raw))
-    _drop(ls, future)
-    return denied(f"no answer within {request.timeout:g} s: treated as deny")
+    return await_answer(
+        future,
+        timeout=request.timeout,
+        cancelled=cancel.is_set,
+        parse=lambda raw: parse(_plain(raw)),
+        withdraw=lambda: _drop(ls, future),
+        who="the editor",
+    )
 
 
 def _drop(ls: TetherServer, future: Future[Any]) -> None:
