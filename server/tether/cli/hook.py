@@ -311,7 +311,12 @@ def merge_settings(path: Path, block: dict[str, Any]) -> tuple[dict[str, Any], l
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """Temp file + rename: the user's settings are never half written. Not `core.fsutil`: that is the
+    gate's writer for workspace files, which faces do not import (tests/unit/test_faces_imports.py)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tether-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

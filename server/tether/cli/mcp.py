@@ -51,6 +51,7 @@ async def serve(session: Session) -> None:
     from mcp.server.stdio import stdio_server
 
     from tether import __version__
+    from tether.core.permissions import format_permissions
 
     gate = session.gate
     tools = [
@@ -76,7 +77,7 @@ async def serve(session: Session) -> None:
         version=__version__,
         instructions=(
             "Tether's gated tools: every call is checked by Tether's policy, runs in its sandbox after a "
-            f"checkpoint, and is audited. Permissions in force: {session.describe()['permissions']}."
+            f"checkpoint, and is audited. Permissions in force: {format_permissions(session.permissions)}."
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
