@@ -27,7 +27,11 @@ pytestmark = [
 ]
 
 PROGRAMS = ("ls", "cat", "echo", "head", "wc", "grep", "pwd")
-PRELUDE = "".join(f"{name}() {{ printf '%s\\0' {name} \"$@\" $'\\1' >> \"$LOG\"; }}\n" for name in PROGRAMS)
+# One log file per bash process: a pipeline's members run at once, and printf's writes of two
+# processes appending to one file could interleave (a record torn in two made this test flaky).
+PRELUDE = "".join(
+    f"{name}() {{ printf '%s\\0' {name} \"$@\" $'\\1' >> \"$LOG.$BASHPID\"; }}\n" for name in PROGRAMS
+)
 WORD = st.text(alphabet=st.sampled_from(list("ab-=.,:/'\"\\ #@%+{}xy012$")), min_size=1, max_size=10)
 SEGMENT = st.tuples(
     st.sampled_from(PROGRAMS),
@@ -46,7 +50,8 @@ def _bash_argvs(command: str, workspace: Path) -> list[tuple[str, ...]]:
 def _bash_run(command: str, workspace: Path) -> tuple[list[tuple[str, ...]], str]:
     """The argv of every simple command bash ran, and bash's own stderr."""
     log = workspace / ".argv.log"
-    log.write_bytes(b"")
+    for stale in workspace.glob(".argv.log.*"):
+        stale.unlink()
     proc = subprocess.run(
         ["bash", "--noprofile", "--norc", "-c", PRELUDE + command],
         cwd=workspace,
@@ -55,7 +60,8 @@ def _bash_run(command: str, workspace: Path) -> tuple[list[tuple[str, ...]], str
         timeout=30,
         check=False,
     )
-    records = log.read_bytes().split(b"\x01\x00")[:-1]
+    logged = b"".join(f.read_bytes() for f in sorted(workspace.glob(".argv.log.*")))
+    records = logged.split(b"\x01\x00")[:-1]
     return [tuple(r.decode().split("\x00")[:-1]) for r in records], proc.stderr.decode(errors="replace")
 
 

@@ -238,32 +238,37 @@ class Gate:
 
     # --- parts built on first use -----------------------------------------------------------------
 
+    def _once(self, attr: str, build: Callable[[], Any]) -> Any:
+        """`attr`, built by `build` on first use (under a lock: threads share one store)."""
+        with self._lazy_lock:
+            value = getattr(self, attr)
+            if value is None:
+                value = build()
+                setattr(self, attr, value)
+            return value
+
     @property
     def proposals(self) -> ProposalStore:
-        with self._lazy_lock:
-            if self._proposals is None:
-                from tether.core.proposals import ProposalStore
+        from tether.core.proposals import ProposalStore
 
-                self._proposals = ProposalStore(self.workspace)
-            return self._proposals
+        store: ProposalStore = self._once("_proposals", lambda: ProposalStore(self.workspace))
+        return store
 
     @property
     def audit(self) -> AuditLog:
-        with self._lazy_lock:
-            if self._audit is None:
-                from tether.core.audit import AuditLog
+        from tether.core.audit import AuditLog
 
-                self._audit = AuditLog(self.workspace)
-            return self._audit
+        log_: AuditLog = self._once("_audit", lambda: AuditLog(self.workspace))
+        return log_
 
     @property
     def _tools(self) -> dict[str, Tool]:
-        with self._lazy_lock:
-            if self._tool_map is None:
-                from tether.core.tools.registry import default_tools
+        from tether.core.tools.registry import default_tools
 
-                self._tool_map = {tool.spec.name: tool for tool in (self._tool_list or default_tools())}
-            return self._tool_map
+        tools: dict[str, Tool] = self._once(
+            "_tool_map", lambda: {tool.spec.name: tool for tool in (self._tool_list or default_tools())}
+        )
+        return tools
 
     # --- what faces ask about ------------------------------------------------------------------
 
