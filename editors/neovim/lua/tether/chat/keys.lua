@@ -29,6 +29,11 @@ local function on(chat, what, fn)
   end
 end
 
+local function toggle_output(chat, at)
+  at.card.show_output = not at.card.show_output
+  chat_ui().redraw(chat)
+end
+
 ---@param chat tether.Chat
 function M.attach(chat)
   local ui = chat_ui()
@@ -41,8 +46,7 @@ function M.attach(chat)
     end
     local at = here(chat)
     if at and at.card.output then
-      at.card.show_output = not at.card.show_output
-      return ui.redraw(chat)
+      return toggle_output(chat, at)
     end
     pcall(vim.cmd, 'normal! ' .. vim.v.count1 .. '+') -- elsewhere <CR> moves down, as it always does
   end, 'send the prompt (on a tool line: show or hide its output)')
@@ -55,39 +59,40 @@ function M.attach(chat)
   map('n', '<C-c>', function()
     ui.cancel(chat)
   end, 'stop the running turn')
-  map(
-    'n',
-    'ga',
-    on(chat, 'accept', function(at)
-      if at.question then
-        return ui.answer(at, 'Allow once')
-      end
-      ui.decide(chat, at, 'tether.accept')
-    end),
-    'accept the hunk (on the tool line: every hunk) or allow the question once'
-  )
-  map(
-    'n',
-    'gA',
-    on(chat, 'allow', function(at)
-      if at.question then
-        return ui.answer(at, 'Allow for this session')
-      end
-      require('tether.log').error('gA allows a question for the session: move to its line')
-    end),
-    'allow the question for this session'
-  )
-  map(
-    'n',
-    'gr',
-    on(chat, 'reject', function(at)
-      if at.question then
-        return ui.answer(at, 'Deny')
-      end
-      ui.decide(chat, at, 'tether.reject')
-    end),
-    'reject the hunk (on the tool line: every hunk) or deny the question'
-  )
+  -- ga / gA / gr: one meaning on a question (the approval choice), another on a hunk or card line.
+  for _, key in ipairs({
+    {
+      lhs = 'ga',
+      verb = 'accept',
+      title = 'Allow once',
+      command = 'tether.accept',
+      desc = 'accept the hunk (on the tool line: every hunk) or allow the question once',
+    },
+    { lhs = 'gA', verb = 'allow', title = 'Allow for this session', desc = 'allow the question for this session' },
+    {
+      lhs = 'gr',
+      verb = 'reject',
+      title = 'Deny',
+      command = 'tether.reject',
+      desc = 'reject the hunk (on the tool line: every hunk) or deny the question',
+    },
+  }) do
+    local lhs, title, command = key.lhs, key.title, key.command
+    map(
+      'n',
+      lhs,
+      on(chat, key.verb, function(at)
+        if at.question then
+          return ui.answer(at, title)
+        end
+        if command == nil then
+          return require('tether.log').error(lhs .. ' answers a question: move to its line')
+        end
+        ui.decide(chat, at, command)
+      end),
+      key.desc
+    )
+  end
   map(
     'n',
     'gd',
@@ -100,8 +105,7 @@ function M.attach(chat)
     'n',
     '<Tab>',
     on(chat, 'unfold', function(at)
-      at.card.show_output = not at.card.show_output
-      ui.redraw(chat)
+      toggle_output(chat, at)
     end),
     "show or hide a tool call's output"
   )
