@@ -85,6 +85,17 @@ function H.tether_or_skip()
   return server
 end
 
+--- The `tether` CLI and the offline Messages API the agent tests need; exits 77 (skip, with the
+--- reason) when either is missing (tests/e2e/test_neovim.py starts `tether fake-api`).
+function H.agent_or_skip()
+  local server = H.tether_or_skip()
+  if not vim.env.ANTHROPIC_BASE_URL then
+    io.stdout:write('SKIP: needs ANTHROPIC_BASE_URL from `tether fake-api` (tests/e2e/test_neovim.py starts it)\n')
+    os.exit(77)
+  end
+  return server
+end
+
 --- Run git in `cwd` with a test identity; its stdout (an error with stderr when it fails).
 function H.git(args, cwd)
   local cmd = vim.list_extend({ 'git', '-c', 'user.email=t@example.com', '-c', 'user.name=T' }, args)

@@ -3,11 +3,7 @@
 local H = dofile(vim.g.tether_test_root .. '/tests/helpers.lua')
 local api = vim.api
 
-local server = H.tether_or_skip()
-if not vim.env.ANTHROPIC_BASE_URL then
-  io.stdout:write('SKIP: needs ANTHROPIC_BASE_URL from `tether fake-api` (tests/e2e/test_neovim.py starts it)\n')
-  os.exit(77)
-end
+local server = H.agent_or_skip()
 
 local ws = H.git_workspace({ ['hello.py'] = { "print('hello')" } })
 
