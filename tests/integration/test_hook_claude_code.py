@@ -151,6 +151,7 @@ def test_relative_paths_are_judged_from_claude_codes_shell_directory(ws: Path, t
         ("NotebookEdit", {"notebook_path": "../other/n.ipynb", "new_source": "x"}, "path.outside_workspace"),
         ("Write", {"file_path": ".env", "content": "API_KEY=stolen"}, "path.secret"),
         ("Read", {"file_path": ".env"}, "path.secret"),
+        ("Grep", {"pattern": "API_KEY", "path": ".env"}, "path.secret"),
     ],
 )
 def test_edits_and_reads_get_the_path_checks(
@@ -174,6 +175,8 @@ def test_an_edit_inside_the_workspace_is_checkpointed_and_left_to_claude_code(
     assert (ws / "src" / "app.py").read_text() == "print(1)\n"
     read = hook(ws, tmp_path, event(ws, "PreToolUse", "Read", {"file_path": "/usr/share/doc"}))[1]
     assert read is None  # reading outside the workspace is Claude Code's business; secrets are ours
+    grep = hook(ws, tmp_path, event(ws, "PreToolUse", "Grep", {"pattern": "print"}))[1]
+    assert grep is None  # a search without a path: Claude Code's (ripgrep skips the ignored .env)
 
 
 def test_post_tool_use_is_one_audit_line_in_the_same_chain(ws: Path, tmp_path: Path) -> None:
@@ -242,7 +245,7 @@ def test_install_prints_the_block_and_write_merges_into_the_user_settings_only(t
     base = [sys.executable, "-m", "tether", "hook", "install", "claude-code"]
     printed = subprocess.run(base, capture_output=True, text=True, env=env, check=True)
     block = json.loads(printed.stdout)["hooks"]
-    assert block["PreToolUse"][0]["matcher"] == "Bash|Edit|Write|MultiEdit|NotebookEdit|Read"
+    assert block["PreToolUse"][0]["matcher"] == "Bash|Edit|Write|MultiEdit|NotebookEdit|Read|Grep"
     assert block["PreToolUse"][0]["hooks"][0]["command"].endswith("hook claude-code")
     assert json.loads(settings.read_text())["model"] == "opus"  # printing changed nothing
     for _ in range(2):  # idempotent
@@ -252,6 +255,12 @@ def test_install_prints_the_block_and_write_merges_into_the_user_settings_only(t
     assert merged["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": "x"}]}]
     assert len(merged["hooks"]["PreToolUse"]) == 1
     assert len(merged["hooks"]["PostToolUse"]) == 1
+    # An install by an older Tether (no Grep in the matcher) is brought up to date, not duplicated.
+    merged["hooks"]["PreToolUse"][0]["matcher"] = "Bash|Edit|Write|MultiEdit|NotebookEdit|Read"
+    settings.write_text(json.dumps(merged))
+    subprocess.run([*base, "--write"], capture_output=True, text=True, env=env, check=True)
+    updated = json.loads(settings.read_text())["hooks"]["PreToolUse"]
+    assert [g["matcher"] for g in updated] == ["Bash|Edit|Write|MultiEdit|NotebookEdit|Read|Grep"]
     settings.write_text("{broken")
     bad = subprocess.run([*base, "--write"], capture_output=True, text=True, env=env, check=False)
     assert bad.returncode == 1

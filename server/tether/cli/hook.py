@@ -4,7 +4,8 @@ Claude Code runs its own tools; a command hook sees each call before and after. 
 command gets Tether's verdict (allow, ask or deny, with the rule and the reason) and, when it may
 change files, a checkpoint first, so `tether rollback` undoes what the shell did — which Claude
 Code's own checkpoints do not cover. Edit, Write, MultiEdit and NotebookEdit get the path checks
-(outside the workspace, protected paths, secrets) and a checkpoint; Read of a secret file is denied.
+(outside the workspace, protected paths, secrets) and a checkpoint; Read of a secret file, and Grep
+naming one as its path, are denied.
 After: one audit line with the result, in the same hash-chained log as every other face.
 
 Fail closed: input that is not a Claude Code hook event, or anything that goes wrong while deciding,
@@ -34,8 +35,9 @@ EDIT_TOOLS = {
     "MultiEdit": "file_path",
     "NotebookEdit": "notebook_path",
 }
-READ_TOOLS = {"Read": "file_path"}
-PRE_MATCHER = "Bash|Edit|Write|MultiEdit|NotebookEdit|Read"
+READ_TOOLS = {"Read": "file_path", "Grep": "path"}
+OPTIONAL_PATH = {"Grep"}  # searches the project when no path is given
+PRE_MATCHER = "Bash|Edit|Write|MultiEdit|NotebookEdit|Read|Grep"
 POST_MATCHER = "Bash|Edit|Write|MultiEdit|NotebookEdit"
 SOURCE = "claude-code"
 
@@ -132,6 +134,8 @@ def pre_tool_use(session: Session, event: dict[str, Any], mode: str) -> dict[str
     if tool in EDIT_TOOLS or tool in READ_TOOLS:
         key = EDIT_TOOLS.get(tool) or READ_TOOLS[tool]
         path = tool_input.get(key)
+        if tool in OPTIONAL_PATH and path is None:
+            return None
         if not isinstance(path, str) or not path:
             return deny(f"Tether: {tool} without a string `{key}`. Denied (fail closed)")
         write = tool in EDIT_TOOLS
@@ -280,7 +284,8 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def merge_settings(path: Path, block: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The settings with Tether's hooks added (every other key and hook kept), and the events added."""
+    """The settings with Tether's hooks added, or an earlier install's matcher brought up to date
+    (every other key and hook kept), and what changed."""
     if path.exists():
         try:
             settings = json.loads(path.read_text(encoding="utf-8"))
@@ -299,14 +304,18 @@ def merge_settings(path: Path, block: dict[str, Any]) -> tuple[dict[str, Any], l
         if not isinstance(existing, list):
             raise ValueError(f"`hooks.{event}` is not a list")
         ours = entries[0]["hooks"][0]["command"]
-        if any(
-            isinstance(group, dict)
-            and any(isinstance(h, dict) and h.get("command") == ours for h in group.get("hooks", []))
+        installed = [
+            group
             for group in existing
-        ):
-            continue
-        existing.extend(entries)
-        added.append(event)
+            if isinstance(group, dict)
+            and any(isinstance(h, dict) and h.get("command") == ours for h in group.get("hooks", []))
+        ]
+        if not installed:
+            existing.extend(entries)
+            added.append(event)
+        elif installed[0].get("matcher") != entries[0]["matcher"]:  # an older Tether's matcher
+            installed[0]["matcher"] = entries[0]["matcher"]
+            added.append(f"{event} (matcher updated)")
     return settings, added
 
 
