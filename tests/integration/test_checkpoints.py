@@ -126,6 +126,33 @@ def test_unreadable_directory_is_refused(tmp_path: Path) -> None:
         secret.chmod(0o755)
 
 
+def test_a_file_unreadable_during_the_first_snapshot_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first snapshot streams files into `git fast-import`; one it cannot read stops it before
+    the import commits. (As root no file is unreadable, so `os.open` refuses that one path here.)"""
+    repo = init_repo(tmp_path / "r", {"a.txt": "1\n", "b.txt": "2\n", "c.txt": "3\n"})
+    real_open = os.open
+
+    def refusing_open(path: str, flags: int, *args: int) -> int:
+        if str(path).endswith("b.txt"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args)
+
+    store = Checkpoints(repo, CheckpointSettings())
+    monkeypatch.setattr(os, "open", refusing_open)
+    with pytest.raises(CheckpointRefused, match=r"cannot be read \(b.txt: Permission denied\)"):
+        store.create("t")
+    monkeypatch.undo()
+    git_dir = repo / ".git" / "tether" / "store"
+    assert git(repo, f"--git-dir={git_dir}", "for-each-ref") == ""
+    assert not (repo / ".git" / "tether" / "index").exists()
+    assert not list((git_dir / "objects" / "pack").glob("*.pack"))
+    cp = store.create("t")  # and the next one snapshots everything
+    files = git(repo, f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", cp.commit).split()
+    assert files == ["a.txt", "b.txt", "c.txt"]
+
+
 def test_disabled_checkpoints_say_rollback_is_unavailable(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "r", {"a.txt": "1\n"})
     store = Checkpoints(repo, CheckpointSettings(enabled=False))
@@ -146,6 +173,9 @@ ODD_NAMES = [
     "tab\tand'quote\".txt",
     "-dash.txt",
     "*star?.txt",
+    '"leading quote.txt',  # fast-import would take it for a quoted path
+    "back\\slash\\n and \n newline.txt",
+    os.fsdecode(b"latin1-\xe9.txt"),  # not UTF-8
 ]
 
 
@@ -582,8 +612,9 @@ def test_linked_worktree(tmp_path: Path) -> None:
     assert user_git_state(repo) == state
 
 
-def test_many_changed_paths_take_the_whole_tree_route(tmp_path: Path) -> None:
-    """Over 256 changed paths `git add` runs on the whole tree; skipped paths must stay skipped."""
+def test_many_changed_paths_go_into_one_pack(tmp_path: Path) -> None:
+    """From 256 changed paths on, the new blobs are streamed into one pack (bulk check-in) instead
+    of a loose object each; skipped paths must stay skipped, and the pack must restore."""
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
     init_repo(repo / "fresh")  # nested repository without a commit: its files are not ours
     (repo / "fresh" / "inner.txt").write_text("inner\n")
@@ -601,6 +632,10 @@ def test_many_changed_paths_take_the_whole_tree_route(tmp_path: Path) -> None:
         check=True,
     ).stdout.split()
     assert len(files) == 401
+    objects = repo / ".git" / "tether" / "store" / "objects"
+    assert len(list((objects / "pack").glob("*.pack"))) == 1
+    loose = list(objects.glob("??/*"))
+    assert len(loose) < 100  # the trees (write-tree writes those loose), not the 401 blobs
     assert "big.bin" not in files
     assert "fresh/inner.txt" not in files
     for i in range(0, 400, 3):
@@ -608,6 +643,18 @@ def test_many_changed_paths_take_the_whole_tree_route(tmp_path: Path) -> None:
     plan, _ = store.rollback(steps=1)
     assert len(plan.created) == 134
     assert (repo / "big.bin").exists()
+
+
+def test_the_second_checkpoint_keeps_the_private_index(tmp_path: Path) -> None:
+    """The first checkpoint adds `/.tether/` to the user's info/exclude; the store's copy of those
+    rules must already hold it, or the next checkpoint sees changed rules and rehashes every file."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("first")
+    index = repo / ".git" / "tether" / "index"
+    before = index.stat().st_ino
+    store.create("second")  # nothing changed: git has no reason to rewrite the index
+    assert index.stat().st_ino == before
 
 
 def test_secrets_in_call_summaries_are_not_stored(tmp_path: Path) -> None:

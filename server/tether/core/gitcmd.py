@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,6 +162,40 @@ class Git:
         result = GitResult(tuple(args), proc.returncode, proc.stdout, proc.stderr)
         if proc.returncode not in ok_codes:
             raise CheckpointError(f"git {args[0]} failed (exit {proc.returncode}): {result.err_text}")
+        return result
+
+    def feed(self, *args: str, chunks: Iterable[bytes]) -> GitResult:
+        """Run git with `chunks` streamed to its standard input, for input too big to hold in memory
+        (a `fast-import` of a whole work tree). If producing a chunk raises, git is killed before it
+        reads an end of input, so nothing half-written is ever taken for whole."""
+        with tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.Popen(
+                    self.argv(args),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    env=self.env(),
+                    cwd=self._cwd(),
+                )
+            except OSError as exc:
+                raise CheckpointError(f"could not run git: {exc.strerror or exc}") from exc
+            assert proc.stdin is not None
+            try:
+                for chunk in chunks:
+                    proc.stdin.write(chunk)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # git stopped reading: its exit code and message say why
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+            returncode = proc.wait()
+            err.seek(0)
+            result = GitResult(tuple(args), returncode, b"", err.read())
+        if returncode != 0:
+            raise CheckpointError(f"git {args[0]} failed (exit {returncode}): {result.err_text}")
         return result
 
     def popen(self, *args: str) -> subprocess.Popen[bytes]:

@@ -19,10 +19,13 @@ Why this design (see docs/checkpoints.md for the user's view):
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 import os
 import re
+import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -50,7 +53,7 @@ DISABLED_MESSAGE = (
     "checkpoints are disabled (git_enabled = false): this call was not snapshotted "
     "and rollback is unavailable for it"
 )
-_NO_COMMIT = re.compile(rb"'(.+?)/?' does not have a commit checked out")
+_UNPROCESSABLE = re.compile(rb"(?m)^fatal: Unable to process path (.+)$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAINTENANCE_EVERY = 10
 PRUNE_GRACE = "1.hour.ago"
@@ -280,19 +283,27 @@ class Checkpoints:
         if self._user_excludes is None:
             found = user_excludes_file(loc)
             self._user_excludes = (found,) if found is not None else ()
+        # First, so that the store's copy of the user's info/exclude already holds the line it adds
+        # (after, the next checkpoint saw changed rules and rebuilt the whole private index)
+        ensure_user_exclude(loc)
         if sync_excludes(loc, self.settings.exclude, self._user_excludes):
             # ignore rules changed: entries the private index holds may now be excluded, so rebuild
             loc.index.unlink(missing_ok=True)
-        ensure_user_exclude(loc)
         if self._git is None:
             self._git = store_git(loc)
         return self._git
 
     def _stage(self, loc: Location, git: Git) -> _Staged:
-        """Bring the private index up to date with the work tree; return its tree id."""
+        """Bring the private index up to date with the work tree; return its tree id.
+
+        One walk of the work tree: `git status` on the private index names what changed, what is
+        new and (`--ignored=matching`) what is ignored, a wholly ignored directory once. The
+        changed paths go to `git update-index` by name: it looks each one up in the index, where
+        `git add` with pathspecs matches every pathspec against every entry (paths x entries).
+        """
         status_args = (
-            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-            "--ignore-submodules=dirty",
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
+            "--no-renames", "--ignore-submodules=dirty",
         )  # fmt: skip
         try:
             status = git.run(*status_args)
@@ -303,18 +314,23 @@ class Checkpoints:
             loc.index.unlink(missing_ok=True)
             status = git.run(*status_args)
         _refuse_unreadable(status.stderr)
-        candidates = _parse_status(status.stdout)
-        ignored, regenerated = self._ignored_files(git)
-        forced = set(ignored)
+        fresh = not loc.index.exists()  # the first snapshot, or a rebuild: status wrote no index
+        candidates, gone, ignored_listing = _parse_status(status.stdout)
+        ignored, regenerated = self._ignored_files(git, ignored_listing)
         candidates += ignored
+        if gone:
+            # first, and whatever stands on disk: `d/x` (indexed) may lie beyond a symlink `d` now,
+            # which update-index refuses to look at, and `d` may enter the index as a file next
+            _force_remove(git, gone)
         big: list[str] = []
         add: list[str] = []
         nested: list[str] = []
+        vanished: list[str] = []
         for i, entry in enumerate(candidates):
             rel = entry.rstrip("/")
             candidates[i] = rel
             if entry.endswith("/"):  # status names an untracked nested repository like this
-                if _has_commit(self.workspace / rel):
+                if _head_commit(self.workspace / rel) is not None:
                     add.append(rel)
                 else:
                     nested.append(rel)  # would be taken for a plain directory: keep out
@@ -322,30 +338,48 @@ class Checkpoints:
             try:
                 st = os.lstat(self.workspace / rel)
             except OSError:
-                add.append(rel)  # deleted: `add -A` records the deletion
+                add.append(rel)  # deleted since the status: `--remove` records the deletion
                 continue
             if _is_regular(st.st_mode) and st.st_size > self.settings.max_file_bytes:
                 big.append(rel)
             else:
                 add.append(rel)
+        # A path before anything under it: `d` (a file in the index, a directory now) leaves the
+        # index before `d/x` enters it.
+        add.sort(key=os.fsencode)
+        if fresh and add:
+            nested += self._import(git, add)
+            add = []
+        # Many new files (the first checkpoint, an unpacked archive): stream them into one pack
+        # instead of a loose object file each (measured: 3-4x faster on 20,000 files).
+        indexer = git
+        if len(add) >= _BULK_PATHS:
+            indexer = dataclasses.replace(git, extra_config=(*git.extra_config, "core.bigFileThreshold=1"))
         while add:
-            spec = _pathspec(add, skip=big + nested)
-            # `-f`: ignored files are named one by one (never a whole ignored directory), and
-            # they are snapshotted like any other: an ignored `.env` is the user's too
-            force = ("-f",) if forced else ()
-            result = git.run(
-                "add", "-A", *force, "--pathspec-from-file=-", "--pathspec-file-nul",
-                input=spec, ok_codes=(0, 1, 128),
+            # `--replace`: a file that became a directory (or back) swaps its entries; ignored files
+            # are named one by one, and update-index never consults ignore rules: an ignored
+            # `.env` is the user's too and is snapshotted like any other file
+            result = indexer.run(
+                "update-index", "--add", "--remove", "--replace", "-z", "--stdin",
+                input=b"".join(os.fsencode(p) + b"\0" for p in add), ok_codes=(0, 128),
             )  # fmt: skip
             if result.returncode == 0:
                 break
             _refuse_unreadable(result.stderr)
-            missing = [os.fsdecode(m) for m in _NO_COMMIT.findall(result.stderr)]
-            if not missing:
-                raise CheckpointError(f"snapshot failed: git add: {result.err_text}")
-            nested += missing
-            add = [p for p in add if p not in missing]
-        removals = big + nested
+            failed = _UNPROCESSABLE.search(result.stderr)
+            unprocessable = os.fsdecode(failed.group(1)) if failed else ""
+            if unprocessable not in add:
+                raise CheckpointError(f"snapshot failed: git update-index: {result.err_text}")
+            if b"beyond a symbolic link" in result.stderr:
+                vanished.append(unprocessable)  # its directory became a symlink since the status
+            elif (self.workspace / unprocessable).is_dir():
+                # a directory where the status saw none, e.g. a nested repository created since
+                # without a commit (one with a commit would have been recorded)
+                nested.append(unprocessable)
+            else:
+                raise CheckpointError(f"snapshot failed: git update-index: {result.err_text}")
+            add.remove(unprocessable)
+        removals = big + nested + vanished
         if any(p == ".gitignore" or p.endswith("/.gitignore") for p in candidates):
             # a directory that just became ignored and is a build output leaves the snapshot
             listed = git.run("ls-files", "-z", "-c", "-i", "--exclude-standard").stdout
@@ -354,10 +388,7 @@ class Checkpoints:
                 path for p in listed.split(b"\0") if p and regenerated_dir(path := os.fsdecode(p), names)
             ]
         if removals:
-            git.run(
-                "update-index", "--force-remove", "-z", "--stdin",
-                input=b"".join(os.fsencode(p) + b"\0" for p in removals),
-            )  # fmt: skip
+            _force_remove(git, removals)
         tree = git.run("write-tree").stdout.decode("ascii").strip()
         warnings: list[str] = []
         limit_mb = self.settings.max_file_bytes / 1_000_000
@@ -376,30 +407,20 @@ class Checkpoints:
         )
         return _Staged(tree, tuple(skipped), tuple(warnings))
 
-    def _ignored_files(self, git: Git) -> tuple[builtins.list[str], builtins.list[str]]:
+    def _ignored_files(
+        self, git: Git, listing: builtins.list[str]
+    ) -> tuple[builtins.list[str], builtins.list[str]]:
         """Git-ignored files not yet in the snapshot, and the build-output directories left out.
 
-        `--directory` names a wholly ignored directory once instead of descending into it, so an
-        unchanged `node_modules/` costs one entry, not 50,000. Such a directory is a build output
+        `listing` is what `git status --ignored=matching` names: a wholly ignored directory once
+        (`node_modules/`) instead of each of its 50,000 files. Such a directory is a build output
         by its name (left out, reported) or else listed file by file. Paths matching
         `[checkpoints] exclude` are left out as before.
         """
-        listing = git.run(
-            "ls-files",
-            "-z",
-            "--others",
-            "--ignored",
-            "--exclude-standard",
-            "--directory",
-            "--no-empty-directory",
-        ).stdout
         files: list[str] = []
         regenerated: list[str] = []
         expand: list[str] = []
-        for raw in listing.split(b"\0"):
-            if not raw:
-                continue
-            path = os.fsdecode(raw)
+        for path in listing:
             if path.rstrip("/") == ".tether" or path.startswith(".tether/"):
                 continue
             build = regenerated_dir(path, self.settings.regenerated)
@@ -442,6 +463,67 @@ class Checkpoints:
             dirs[:] = keep
             files += [f"{rel_root}/{name}" for name in entries]
         return files, regenerated
+
+    def _import(self, git: Git, paths: builtins.list[str]) -> builtins.list[str]:
+        """The first snapshot of a work tree: every file streamed into one pack by `git fast-import`,
+        then read into the private index, whose stat data `update-index --refresh` fills in (it
+        hashes each file again and records only what matches). Returns the directories that turned
+        out to be nested repositories without a commit (left out).
+
+        Why not `update-index --add`: it writes a loose object per file (or, streamed into a pack,
+        looks for each new tree among the packs before writing it); fast-import keeps its own table
+        and writes blobs and trees into one pack, measured 2-3x faster on 20,000 files.
+        """
+        nested: builtins.list[str] = []
+        git.feed("fast-import", "--quiet", "--force", chunks=self._import_stream(paths, nested))
+        tree = git.run("rev-parse", "--verify", f"{_IMPORT_REF}^{{tree}}").stdout.decode("ascii").strip()
+        git.run("read-tree", tree)
+        git.run("update-ref", "-d", _IMPORT_REF)
+        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))  # 1: some changed meanwhile
+        return nested
+
+    def _import_stream(self, paths: builtins.list[str], nested: builtins.list[str]) -> Iterator[bytes]:
+        """fast-import's input for `paths`: one commit holding each file, symlink and gitlink; every
+        byte read from the work tree, never through a symlink."""
+        yield (
+            b"feature done\ncommit "
+            + _IMPORT_REF.encode()
+            + b"\ncommitter Tether <tether@localhost> 0 +0000\ndata 0\n"
+        )
+        for rel in paths:
+            full = os.path.join(self.workspace, rel)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue  # gone since the status: not in the snapshot
+            name = _fast_import_path(rel)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.readlink(os.fsencode(full))
+                yield b"M 120000 inline %s\ndata %d\n%s\n" % (name, len(target), target)
+            elif stat.S_ISDIR(st.st_mode):
+                head = _head_commit(Path(full))
+                if head is None:
+                    nested.append(rel)
+                else:
+                    yield b"M 160000 %s %s\n" % (head.encode("ascii"), name)
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+                except PermissionError as exc:
+                    raise _unreadable(f"{rel}: {exc.strerror}") from exc
+                except OSError:
+                    continue  # gone (or swapped for a symlink) since the lstat: the next one sees it
+                with os.fdopen(fd, "rb") as f:
+                    data = f.read()
+                mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
+                yield b"M %s inline %s\ndata %d\n" % (mode, name, len(data))
+                yield data
+                yield b"\n"
+            else:
+                raise CheckpointError(
+                    f"snapshot failed: {rel}: not a file, symlink or directory (git cannot store it)"
+                )
+        yield b"\ndone\n"
 
     def _create_locked(self, loc: Location, git: Git, tool: str, message: str | None) -> Checkpoint:
         started = time.monotonic()
@@ -545,9 +627,11 @@ def _plan(target: Checkpoint, ops: restore.Ops) -> RollbackPlan:
     )
 
 
-# Above this many changed paths, one `git add -A` of the whole tree (minus the few skipped paths)
-# beats literal pathspecs, whose matching costs paths x pathspecs (20k x 20k on a first snapshot).
-_PATHSPEC_LIMIT = 256
+# From this many paths on, new blobs are streamed into one pack (git's bulk check-in, enabled by a
+# tiny `core.bigFileThreshold` for that one command) instead of one loose object file each.
+_BULK_PATHS = 256
+_IMPORT_REF = "refs/tether/import"
+"""Where `git fast-import` leaves the first snapshot's commit, deleted as soon as its tree is read."""
 
 
 def _under_any(path: str, roots: builtins.list[str]) -> bool:
@@ -562,29 +646,29 @@ def _matching_excludes(git: Git, patterns: tuple[str, ...]) -> builtins.list[str
     return [os.fsdecode(p) for p in out.split(b"\0") if p]
 
 
-def _pathspec(paths: builtins.list[str], *, skip: builtins.list[str]) -> bytes:
-    """NUL-separated pathspecs for `git add -A --pathspec-from-file`: exactly `paths`, or
-    everything except `skip` when there are many paths."""
-    if len(paths) <= _PATHSPEC_LIMIT:
-        return b"".join(b":(top,literal)" + os.fsencode(p) + b"\0" for p in paths)
-    return b":(top)\0" + b"".join(b":(top,literal,exclude)" + os.fsencode(p) + b"\0" for p in skip)
-
-
-def _has_commit(repo_dir: Path) -> bool:
-    """Whether a nested repository has a commit checked out (else git cannot record it as a gitlink
-    and a whole-tree `git add` would take its files as ours). Read through the chokepoint, so the
-    nested repository's hooks and fsmonitor never run."""
+def _head_commit(repo_dir: Path) -> str | None:
+    """The commit a nested repository has checked out, if any (else git cannot record it as a
+    gitlink, and its files must not be taken for ours). Read through the chokepoint, so the nested
+    repository's hooks and fsmonitor never run."""
     probe = Git(git_dir=repo_dir / ".git")
     try:
         result = probe.run("rev-parse", "--verify", "-q", "HEAD^{commit}", ok_codes=(0, 1, 128))
     except CheckpointError:
-        return False
-    return result.returncode == 0
+        return None
+    return result.stdout.decode("ascii", "replace").strip() if result.returncode == 0 else None
+
+
+def _fast_import_path(rel: str) -> bytes:
+    """A path as fast-import reads it: raw bytes, C-quoted only when it must be (a newline, or a
+    leading quote that would otherwise start a quoted string)."""
+    raw = os.fsencode(rel)
+    if b"\n" not in raw and not raw.startswith(b'"'):
+        return raw
+    escaped = raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
+    return b'"' + escaped + b'"'
 
 
 def _is_regular(mode: int) -> bool:
-    import stat
-
     return stat.S_ISREG(mode)
 
 
@@ -592,15 +676,34 @@ def _refuse_unreadable(stderr: bytes) -> None:
     if b"Permission denied" in stderr:
         lines = stderr.decode("utf-8", "replace").strip().splitlines()
         detail = next((line for line in lines if "Permission denied" in line), lines[0] if lines else "")
-        raise CheckpointRefused(
-            f"part of the workspace cannot be read ({detail.strip()}); a snapshot would be incomplete, "
-            "so Tether refuses. Fix the permissions or add the path to [checkpoints] exclude."
-        )
+        raise _unreadable(detail.strip())
 
 
-def _parse_status(out: bytes) -> list[str]:
-    """Paths whose work-tree side differs from the private index, plus untracked paths."""
+def _unreadable(detail: str) -> CheckpointRefused:
+    return CheckpointRefused(
+        f"part of the workspace cannot be read ({detail}); a snapshot would be incomplete, "
+        "so Tether refuses. Fix the permissions or add the path to [checkpoints] exclude."
+    )
+
+
+def _force_remove(git: Git, paths: builtins.list[str]) -> None:
+    """Drop these entries from the private index, whatever the work tree holds."""
+    git.run(
+        "update-index",
+        "--force-remove",
+        "-z",
+        "--stdin",
+        input=b"".join(os.fsencode(p) + b"\0" for p in paths),
+    )
+
+
+def _parse_status(out: bytes) -> tuple[list[str], list[str], list[str]]:
+    """Three lists: paths whose work-tree side differs from the private index, plus untracked
+    paths; the indexed paths gone from the work tree; and the ignored ones (`!!`, a wholly ignored
+    directory with a trailing "/")."""
     paths: list[str] = []
+    gone: list[str] = []
+    ignored: list[str] = []
     fields = out.split(b"\0")
     i = 0
     while i < len(fields):
@@ -611,9 +714,13 @@ def _parse_status(out: bytes) -> list[str]:
         x, y, path = entry[0:1], entry[1:2], entry[3:]
         if x in (b"R", b"C"):
             i += 1  # the rename source follows; renames are disabled, but be safe
-        if y != b" " or x == b"?":
+        if x == b"!":
+            ignored.append(os.fsdecode(path))
+        elif y == b"D":
+            gone.append(os.fsdecode(path))
+        elif y != b" " or x == b"?":
             paths.append(os.fsdecode(path))  # a trailing "/" marks a nested repository
-    return paths
+    return paths, gone, ignored
 
 
 def _next_seq(loc: Location, git: Git) -> int:
