@@ -134,8 +134,8 @@ def test_a_file_unreadable_during_the_first_snapshot_leaves_nothing_behind(
     repo = init_repo(tmp_path / "r", {"a.txt": "1\n", "b.txt": "2\n", "c.txt": "3\n"})
     real_open = os.open
 
-    def refusing_open(path: str, flags: int, *args: int) -> int:
-        if str(path).endswith("b.txt"):
+    def refusing_open(path: str | bytes, flags: int, *args: int) -> int:
+        if os.fsdecode(path).endswith("b.txt"):
             raise PermissionError(13, "Permission denied", path)
         return real_open(path, flags, *args)
 

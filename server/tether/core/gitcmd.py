@@ -83,6 +83,10 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
             "PAGER": "cat",
             "GIT_ASKPASS": "/bin/false",
             "SSH_ASKPASS": "/bin/false",
+            # glibc gives freed memory back to the system at once by default; `fast-import` and
+            # bulk check-in allocate and free a buffer per object, and spent 0.6 of 0.87 s in brk()
+            # on 20,000 files. Keeping 16 MiB at the top of the heap: 0.23 s.
+            "MALLOC_TOP_PAD_": str(16 * 1024 * 1024),
         }
     )
     env.update(IDENTITY)
@@ -172,6 +176,7 @@ class Git:
             try:
                 proc = subprocess.Popen(
                     self.argv(args),
+                    bufsize=1 << 20,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     stderr=err,

@@ -336,7 +336,7 @@ class Checkpoints:
                     nested.append(rel)  # would be taken for a plain directory: keep out
                 continue
             try:
-                st = os.lstat(self.workspace / rel)
+                st = os.lstat(f"{self.workspace}/{rel}")  # not pathlib: 10 us a path on 250,000
             except OSError:
                 add.append(rel)  # deleted since the status: `--remove` records the deletion
                 continue
@@ -490,35 +490,38 @@ class Checkpoints:
             + _IMPORT_REF.encode()
             + b"\ncommitter Tether <tether@localhost> 0 +0000\ndata 0\n"
         )
+        root = os.fsencode(self.workspace) + b"/"
         for rel in paths:
-            full = os.path.join(self.workspace, rel)
+            full = root + os.fsencode(rel)
             try:
                 st = os.lstat(full)
             except OSError:
                 continue  # gone since the status: not in the snapshot
             name = _fast_import_path(rel)
-            if stat.S_ISLNK(st.st_mode):
-                target = os.readlink(os.fsencode(full))
-                yield b"M 120000 inline %s\ndata %d\n%s\n" % (name, len(target), target)
-            elif stat.S_ISDIR(st.st_mode):
-                head = _head_commit(Path(full))
-                if head is None:
-                    nested.append(rel)
-                else:
-                    yield b"M 160000 %s %s\n" % (head.encode("ascii"), name)
-            elif stat.S_ISREG(st.st_mode):
+            if stat.S_ISREG(st.st_mode):
                 try:
                     fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
                 except PermissionError as exc:
                     raise _unreadable(f"{rel}: {exc.strerror}") from exc
                 except OSError:
                     continue  # gone (or swapped for a symlink) since the lstat: the next one sees it
-                with os.fdopen(fd, "rb") as f:
-                    data = f.read()
+                try:
+                    data = _read_all(fd, st.st_size)
+                except OSError as exc:
+                    raise CheckpointError(f"snapshot failed: cannot read {rel}: {exc.strerror}") from exc
+                finally:
+                    os.close(fd)
                 mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
-                yield b"M %s inline %s\ndata %d\n" % (mode, name, len(data))
-                yield data
-                yield b"\n"
+                yield b"M %s inline %s\ndata %d\n%s\n" % (mode, name, len(data), data)
+            elif stat.S_ISLNK(st.st_mode):
+                target = os.readlink(full)
+                yield b"M 120000 inline %s\ndata %d\n%s\n" % (name, len(target), target)
+            elif stat.S_ISDIR(st.st_mode):
+                head = _head_commit(Path(os.fsdecode(full)))
+                if head is None:
+                    nested.append(rel)
+                else:
+                    yield b"M 160000 %s %s\n" % (head.encode("ascii"), name)
             else:
                 raise CheckpointError(
                     f"snapshot failed: {rel}: not a file, symlink or directory (git cannot store it)"
@@ -656,6 +659,14 @@ def _head_commit(repo_dir: Path) -> str | None:
     except CheckpointError:
         return None
     return result.stdout.decode("ascii", "replace").strip() if result.returncode == 0 else None
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The whole file behind `fd`, whose size was `size` a moment ago (it may have changed since)."""
+    parts = []
+    while chunk := os.read(fd, max(size + 1, 65536)):
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _fast_import_path(rel: str) -> bytes:
