@@ -238,3 +238,23 @@ def test_corrupt_file_is_skipped_in_list_and_named_by_get(ws: Path) -> None:
     assert [p.id for p in store.list()] == [good.id]
     with pytest.raises(ProposalError, match="corrupt"):
         store.get("p-00000000")
+
+
+def test_get_never_hands_out_a_shared_or_outdated_copy(ws: Path) -> None:
+    """`get` keeps the decoded file until it changes: a copy changed without `save` must not show
+    in the next `get` (down to a recorded event), and a change written by another store (another
+    process) must."""
+    store = ProposalStore(ws)
+    p = store.create("src/app.py", BASE, NEW, "fix things")
+    store.reject(p.id, [2])
+    first = store.get(p.id)
+    first.hunk(1).state = "accepted"
+    first.outcome.events[0]["action"] = "changed in memory only"
+    second = store.get(p.id)
+    assert second.hunk(1).state == "pending"
+    assert second.outcome.events[0]["action"] != "changed in memory only"
+    ProposalStore(ws).reject(p.id, [1])  # another process writes the file
+    assert store.get(p.id).hunk(1).state == "rejected"
+    (ws / ".tether" / "proposals" / f"{p.id}.json").write_text("{not json")
+    with pytest.raises(ProposalError, match="is corrupt"):
+        store.get(p.id)

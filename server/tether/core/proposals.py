@@ -15,6 +15,7 @@ content (see `tether.core.diff`) and, when that fails, the proposal is marked st
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -333,6 +334,7 @@ class ProposalStore:
         self.workspace = workspace
         self.directory = workspace / ".tether" / "proposals"
         self._parsed: dict[str, tuple[tuple[int, int], Proposal]] = {}
+        self._decoded: dict[str, tuple[tuple[int, int, int], Any]] = {}
         self._cache_lock = threading.Lock()
 
     # --- persistence -------------------------------------------------------------------------
@@ -348,18 +350,39 @@ class ProposalStore:
         fsutil.atomic_write(self._file(proposal.id), data, self.workspace, display=f"proposal {proposal.id}")
 
     def get(self, proposal_id: str) -> Proposal:
+        """A fresh copy of the proposal, to read or change and `save`.
+
+        An accept reads its proposal three times (check, plan, record) and a proposal file holds
+        whole file contents, so the decoded JSON is kept until the file changes (inode, mtime and
+        size, taken from the open file: a file replaced meanwhile is never cached under the old
+        one's stamp); each call still builds its own objects from a deep copy.
+        """
         file = self._file(proposal_id)
         try:
-            raw = file.read_text(encoding="utf-8")
+            with open(file, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+                with self._cache_lock:
+                    cached = self._decoded.get(proposal_id)
+                if cached is not None and cached[0] == stamp:
+                    data = cached[1]
+                else:
+                    data = json.loads(handle.read().decode("utf-8"))
+                    with self._cache_lock:
+                        self._decoded[proposal_id] = (stamp, data)
         except FileNotFoundError:
             raise ProposalError(
                 f"no proposal {proposal_id}; `tether proposals` lists the existing ones"
             ) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ProposalError(f"proposal {proposal_id} cannot be read: {exc}") from exc
+        except ValueError as exc:
+            raise ProposalError(
+                f"proposal {proposal_id} is corrupt ({exc}); reject it or delete {file}"
+            ) from exc
         try:
-            proposal = Proposal.from_dict(json.loads(raw))
-        except (ValueError, KeyError, TypeError) as exc:
+            proposal = Proposal.from_dict(copy.deepcopy(data))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ProposalError(
                 f"proposal {proposal_id} is corrupt ({exc}); reject it or delete {file}"
             ) from exc
@@ -528,6 +551,8 @@ class ProposalStore:
 
     def delete(self, proposal_id: str) -> None:
         """Forget a proposal entirely (used by tests and cleanup; decisions are normally kept)."""
+        with self._cache_lock:
+            self._decoded.pop(proposal_id, None)
         try:
             os.unlink(self._file(proposal_id))
         except FileNotFoundError:
