@@ -152,6 +152,10 @@ def main() -> None:
             print(
                 f"raw bwrap (same profile, no Tether): median {raw:.2f} ms, +{raw - base:.2f} ms over plain"
             )
+        from tether.core.sandbox.protected import protected_paths
+
+        full = protected_paths(ws)
+        overheads: dict[str, tuple[float, float]] = {}  # name -> (base profile, real protected set)
         for name in STRENGTH_ORDER:
             status = probe_backend(name)
             if not status.available:
@@ -166,10 +170,19 @@ def main() -> None:
             print(
                 f"{name:>10}: median {med:.2f} ms, +{over:.2f} ms over plain, ratio {med / base:.1f}x{goal}"
             )
+            overheads[name] = (over, backend_spawn(name, ws, args.rounds, full) - base)
+        if preferred in overheads:
+            ref_base, ref_full = overheads[preferred]
+            for name, (over, over_full) in overheads.items():
+                if name == preferred:
+                    continue
+                verdict = "meets" if over_full <= 2 * ref_full else "MISSES"
+                print(
+                    f"{name:>10} against {preferred}: overhead {over / ref_base:.1f}x with the base profile, "
+                    f"{over_full / ref_full:.1f}x with the {len(full)} protected paths "
+                    f"(+{over_full:.2f} ms against +{ref_full:.2f} ms)  [{verdict} goal ≤ 2x]"
+                )
         if preferred is not None:
-            from tether.core.sandbox.protected import protected_paths
-
-            full = protected_paths(ws)
             med = backend_spawn(preferred, ws, args.rounds, full)
             print(
                 f"{preferred:>10} with the policy's {len(full)} protected paths (most need a placeholder): "
