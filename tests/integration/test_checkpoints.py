@@ -583,6 +583,21 @@ def test_a_symlinked_tether_dir_does_not_redirect_rollback_writes(tmp_path: Path
     assert not any(p.name.startswith(".tether-rollback") for p in repo.iterdir())
 
 
+def test_an_ignored_nested_repository_is_left_alone(tmp_path: Path) -> None:
+    """A cloned dependency under an ignored directory (`vendor/` with its own `.git`) is neither
+    walked into (git cannot store a `.git` path: the checkpoint failed) nor touched by rollback."""
+    repo = init_repo(tmp_path / "r", {".gitignore": "vendor/\n", "a.txt": "a\n"})
+    vendor = init_repo(repo / "vendor", {"v.txt": "v\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (vendor / "v.txt").write_text("changed by the user\n")
+    (repo / "a.txt").write_text("changed\n")
+    store.rollback(steps=1)
+    assert (repo / "a.txt").read_text() == "a\n"
+    assert (vendor / "v.txt").read_text() == "changed by the user\n"
+    assert (vendor / ".git").is_dir()
+
+
 def test_nested_repos_config_never_runs(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
     nested = init_repo(repo / "nested", {"n.txt": "n\n"})

@@ -432,6 +432,8 @@ class Checkpoints:
             else:
                 files.append(path)
         for directory in expand:
+            if os.path.lexists(f"{self.workspace}/{directory}.git"):
+                continue  # an ignored nested repository: its own `.git` keeps its history
             inner, deeper = self._walk_ignored(directory.rstrip("/"))
             files += inner
             regenerated += [d for d in deeper if d not in regenerated]
