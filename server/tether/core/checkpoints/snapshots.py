@@ -6,8 +6,10 @@ Why this design (see docs/checkpoints.md for the user's view):
   *private* index file. The user's HEAD, index, branches, stash, reflog and config are never
   written; nothing in the work tree is renamed or moved aside.
 * The private index persists between checkpoints, so git's stat cache makes the next one cost
-  about a `git status`: `git status` on the private index names what changed, only those paths are
-  given to `git add -A`, then `write-tree`, `commit-tree`, and one `update-ref` transaction.
+  about a `git status`: one `git status --ignored=matching` on the private index names what changed
+  (ignored files included), only those paths are given to `git update-index`, then `write-tree`,
+  `commit-tree`, and one `update-ref` transaction. The first snapshot (no private index yet) streams
+  every file through `git fast-import` into a single pack instead (`Checkpoints._import`).
 * Each checkpoint is a root commit under `refs/tether/checkpoints/<seq>`, so deleting the ref of an
   old one (retention) can never break a newer one, and the store's own refs keep every listed
   checkpoint's objects alive.
