@@ -549,6 +549,30 @@ def test_corrupt_private_index_is_rebuilt(tmp_path: Path) -> None:
     assert plan.restored == ("a.txt",)
 
 
+def test_a_rebuilt_private_index_writes_no_second_copy_of_the_tree(tmp_path: Path) -> None:
+    """The private index is a cache: rebuilt (ignore rules changed, file lost), it finds the
+    store's objects again and writes only what is new, and the snapshot is the same."""
+    repo = init_repo(tmp_path / "r", {f"d{i % 7}/f{i}.txt": f"{i}\n" for i in range(300)})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    objects = repo / ".git" / "tether" / "store" / "objects"
+    first = set((objects / "pack").glob("*.idx"))
+    (repo / ".git" / "tether" / "index").unlink()
+    (repo / "d0" / "f0.txt").write_text("changed\n")
+    cp = store.create("t2")
+    written = 0  # objects in packs the rebuild wrote: the changed file's blob only
+    for idx in set((objects / "pack").glob("*.idx")) - first:
+        with idx.open("rb") as handle:
+            written += len(
+                subprocess.run(
+                    ["git", "show-index"], stdin=handle, capture_output=True, check=True
+                ).stdout.splitlines()
+            )
+    assert written == 1
+    assert store.files_changed_since(cp) == []
+    assert store.plan_rollback(steps=2).restored == ("d0/f0.txt",)
+
+
 def test_files_the_global_excludes_file_ignores_are_covered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
