@@ -13,12 +13,13 @@ nested patterns, wholly ignored directories, build outputs, files already snapsh
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
 
 from _checkpoint_support import init_repo
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tether.core.checkpoints import Checkpoints
@@ -134,3 +135,91 @@ def test_ignored_files_from_status_cover_every_ignored_file(
         assert set(new_files) == _oracle(git, ws)
         assert set(old_files) <= set(new_files)
         assert set(old_regenerated) <= set(new_regenerated)
+
+
+mutations = st.lists(
+    st.tuples(
+        st.sampled_from(("to_dir", "to_file", "to_symlink", "delete", "unrepo")),
+        st.sampled_from(DIRS[1:] + tuple(f"{d}/{f}".lstrip("/") for d in DIRS for f in FILES)),
+        st.sampled_from(FILES),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _mutate(ws: Path, how: str, rel: str, name: str) -> None:
+    """One change, or none where the tree makes it impossible (a parent is a file or a link)."""
+    with contextlib.suppress(OSError):
+        _change(ws, how, rel, name)
+
+
+def _change(ws: Path, how: str, rel: str, name: str) -> None:
+    import shutil
+
+    target = ws / rel
+    if any((ws / p).is_symlink() or (ws / p).is_file() for p in Path(rel).parents if str(p) != "."):
+        return  # never through a symlink, never under a file
+    if how == "unrepo":
+        shutil.rmtree(target / ".git", ignore_errors=True)
+        return
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.is_symlink() or target.exists():
+        target.unlink()
+    if how == "delete":
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if how == "to_dir":
+        target.mkdir()
+        (target / name).write_text(f"{rel}/{name}\n")
+    elif how == "to_file":
+        target.write_text(f"{rel} as a file\n")
+    else:
+        os.symlink("../README.md", target)
+
+
+def _tree(git: Git, commit: str) -> list[bytes]:
+    return sorted(git.run("ls-tree", "-r", "-z", commit).stdout.split(b"\0"))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(  # an ignored file becomes a directory: git hides the ignored files inside it
+    start=[("", ".env")], root_rules=[".env"], nested_repo=None, steps=[[("to_dir", ".env", "a.txt")]]
+)
+@example(  # `rm -rf src/.git`: git says nothing about a gitlink it cannot look into
+    start=[("", "a.txt")], root_rules=[], nested_repo="src", steps=[[("unrepo", "src", "a.txt")]]
+)
+@given(
+    start=paths,
+    root_rules=rules,
+    nested_repo=st.sampled_from((None, *DIRS[1:])),
+    steps=st.lists(mutations, min_size=1, max_size=3),
+)
+def test_an_incremental_snapshot_equals_a_rebuilt_one(
+    start: list[tuple[str, str]],
+    root_rules: list[str],
+    nested_repo: str | None,
+    steps: list[list[tuple[str, str, str]]],
+) -> None:
+    """The private index is only a cache: after any sequence of changes (file, directory and symlink
+    swaps, deletions, a nested repository losing its `.git`), the snapshot taken incrementally and
+    the one taken from a rebuilt index are the same tree."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = init_repo(Path(tmp) / "ws", {"README.md": "hi\n"})
+        (ws / ".gitignore").write_text("".join(f"{r}\n" for r in root_rules))
+        _write(ws, start)
+        if nested_repo is not None:
+            init_repo(ws / nested_repo, {"n.txt": "nested\n"})
+        os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")
+        cps = Checkpoints(ws, CheckpointSettings())
+        cps.create("first")
+        index = cps._location().index
+        for step in steps:
+            for how, rel, name in step:
+                _mutate(ws, how, rel, name)
+            incremental = cps.create("incremental")
+            index.unlink()
+            rebuilt = cps.create("rebuilt")
+            git = cps._prepare(cps._location())
+            assert _tree(git, incremental.commit) == _tree(git, rebuilt.commit)

@@ -622,6 +622,85 @@ def test_an_ignored_nested_repository_is_left_alone(tmp_path: Path) -> None:
     assert (vendor / ".git").is_dir()
 
 
+def test_an_ignored_directory_that_replaced_a_file_is_snapshotted(tmp_path: Path) -> None:
+    """`.env` (ignored) was a file and is a directory now: git's status names only the deleted file
+    and none of the ignored files inside, so `.env/prod` was silently missing from the snapshot."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n", ".gitignore": ".env\n"})
+    (repo / ".env").write_text("K=1\n")
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("call 1")
+    (repo / ".env").unlink()
+    (repo / ".env").mkdir()
+    (repo / ".env" / "prod").write_text("SECRET=precious\n")
+    store.create("call 2")
+    (repo / ".env" / "prod").unlink()
+    store.rollback(steps=1)
+    assert (repo / ".env" / "prod").read_text() == "SECRET=precious\n"
+
+
+def test_a_nested_repository_that_loses_its_git_is_snapshotted(tmp_path: Path) -> None:
+    """`rm -rf sub/.git` makes a recorded nested repository a plain directory; git's status says
+    nothing about a gitlink it cannot look into, so sub/'s files never entered a snapshot."""
+    import shutil
+
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    sub = init_repo(repo / "sub", {"n.txt": "precious\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("call 1")
+    store.create("call 2")
+    shutil.rmtree(sub / ".git")
+    store.create("call 3")
+    (sub / "n.txt").unlink()
+    store.rollback(steps=1)
+    assert (sub / "n.txt").read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+def test_fifos_and_sockets_in_an_ignored_directory_are_left_out(tmp_path: Path, kind: str) -> None:
+    """A dev server's socket or pipe in an ignored `tmp/`: git cannot store one, and it must not fail
+    every checkpoint (first or later); the files beside it are snapshotted."""
+    import socket
+
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n", ".gitignore": "tmp/\n"})
+    (repo / "tmp").mkdir()
+    (repo / "tmp" / "cache.txt").write_text("c\n")
+    server = None
+    if kind == "fifo":
+        os.mkfifo(repo / "tmp" / "server")
+    else:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(repo / "tmp" / "server"))
+    try:
+        store = Checkpoints(repo, CheckpointSettings())
+        first = store.create("first")
+        (repo / "tmp" / "cache.txt").write_text("changed\n")
+        (repo / "a.txt").write_text("b\n")
+        store.create("later")
+        store.rollback(to=first.id)
+        assert (repo / "tmp" / "cache.txt").read_text() == "c\n"
+        assert (repo / "a.txt").read_text() == "a\n"
+        assert stat.S_ISFIFO(os.lstat(repo / "tmp" / "server").st_mode) == (kind == "fifo")
+    finally:
+        if server is not None:
+            server.close()
+
+
+def test_rollback_recreates_a_directory_a_symlink_replaced(tmp_path: Path) -> None:
+    """`a/b` moved away and a symlink to it left in its place: rollback deletes the link and must
+    write `a/b/c.txt` back (it looked at `a/b/c.txt` through the link it deletes, and kept it)."""
+    import shutil
+
+    repo = init_repo(tmp_path / "r", {"a/b/c.txt": "c\n", "x.txt": "x\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    shutil.move(repo / "a" / "b", repo / "other")
+    os.symlink("../other", repo / "a" / "b")
+    plan, _ = store.rollback(steps=1)
+    assert not (repo / "a" / "b").is_symlink()
+    assert (repo / "a" / "b" / "c.txt").read_text() == "c\n"
+    assert plan.kept == ()
+
+
 def test_nested_repos_config_never_runs(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
     nested = init_repo(repo / "nested", {"n.txt": "n\n"})

@@ -92,28 +92,37 @@ def plan_ops(workspace: Path, changes: Iterable[Change]) -> Ops:
     return Ops(tuple(restored), tuple(created), tuple(deleted), tuple(sorted(kept)))
 
 
-def _blocked_parents(workspace: Path, rel: str, delete_paths: set[str]) -> bool:
-    """True when a parent of rel is something other than a real directory we may write into."""
+def _parents(workspace: Path, rel: str, delete_paths: set[str]) -> str:
+    """What stands above rel: "clear" (real directories, or missing ones that are created),
+    "replaced" (a file or symlink this rollback deletes: nothing is below it then) or "blocked"
+    (a file or symlink it does not delete)."""
     parts = rel.split("/")
     for depth in range(1, len(parts)):
         parent_rel = "/".join(parts[:depth])
         try:
             st = os.lstat(workspace / parent_rel)
         except FileNotFoundError:
-            return False  # missing parents are created
+            return "clear"  # missing parents are created
         except NotADirectoryError:
-            return True
+            return "blocked"
         if stat.S_ISDIR(st.st_mode):
             continue
         # a file or symlink in the way: fine only if the rollback deletes it (file -> dir change)
-        return parent_rel not in delete_paths
-    return False
+        return "replaced" if parent_rel in delete_paths else "blocked"
+    return "clear"
+
+
+def _blocked_parents(workspace: Path, rel: str, delete_paths: set[str]) -> bool:
+    """True when a parent of rel is something other than a real directory we may write into."""
+    return _parents(workspace, rel, delete_paths) == "blocked"
 
 
 def _blocked(workspace: Path, rel: str, delete_paths: set[str]) -> bool:
     """A path to create must not hold anything the present snapshot lacks (ignored, too big)."""
-    if _blocked_parents(workspace, rel, delete_paths):
-        return True
+    parents = _parents(workspace, rel, delete_paths)
+    if parents != "clear":
+        # "replaced": looking at rel now would look through the symlink this rollback deletes
+        return parents == "blocked"
     target = workspace / rel
     try:
         st = os.lstat(target)

@@ -44,6 +44,7 @@ from tether.core.checkpoints.store import (
     store_git,
     sync_excludes,
     user_excludes_file,
+    write_if_changed,
 )
 from tether.core.config import CheckpointSettings, user_state_dir
 from tether.core.gitcmd import Git
@@ -318,12 +319,28 @@ class Checkpoints:
         _refuse_unreadable(status.stderr)
         fresh = not loc.index.exists()  # the first snapshot, or a rebuild: status wrote no index
         candidates, gone, ignored_listing = _parse_status(status.stdout)
+        gitlinks = set() if fresh else _recorded_gitlinks(loc, git)
+        # A nested repository whose `.git` was removed is a plain directory now, but git's status
+        # says nothing about a gitlink it cannot look into: its files would never be snapshotted.
+        gone += [p for p in sorted(gitlinks) if _lost_its_repository(f"{self.workspace}/{p}")]
         ignored, regenerated = self._ignored_files(git, ignored_listing)
         candidates += ignored
         if gone:
             # first, and whatever stands on disk: `d/x` (indexed) may lie beyond a symlink `d` now,
             # which update-index refuses to look at, and `d` may enter the index as a file next
             _force_remove(git, gone)
+            # A directory where the index held a file, a symlink or a repository: git showed none of
+            # its ignored files (or, for a repository, nothing at all). Look again, inside those only.
+            now_dirs = [p for p in gone if _is_real_dir(f"{self.workspace}/{p}")]
+            if now_dirs:
+                again = git.run(*status_args, "--", *(f":(top,literal){d}" for d in now_dirs))
+                more, _, more_ignored = _parse_status(again.stdout)
+                more_files, more_regenerated = self._ignored_files(
+                    git, [p for p in more_ignored if p not in ignored_listing]
+                )
+                known = set(candidates)
+                candidates += [p for p in (*more, *more_files) if p not in known]
+                regenerated += [d for d in more_regenerated if d not in regenerated]
         big: list[str] = []
         add: list[str] = []
         nested: list[str] = []
@@ -334,6 +351,7 @@ class Checkpoints:
             if entry.endswith("/"):  # status names an untracked nested repository like this
                 if _head_commit(self.workspace / rel) is not None:
                     add.append(rel)
+                    gitlinks.add(rel)
                 else:
                     nested.append(rel)  # would be taken for a plain directory: keep out
                 continue
@@ -375,8 +393,10 @@ class Checkpoints:
             unprocessable = os.fsdecode(failed.group(1)) if failed else ""
             if unprocessable not in add:
                 raise CheckpointError(f"snapshot failed: git update-index: {result.err_text}")
-            if b"beyond a symbolic link" in result.stderr:
-                vanished.append(unprocessable)  # its directory became a symlink since the status
+            if b"beyond a symbolic link" in result.stderr or b"unsupported file type" in result.stderr:
+                # its directory became a symlink since the status, or it became a FIFO or socket
+                # (git cannot store one; `git add` skipped them): not in this snapshot
+                vanished.append(unprocessable)
             elif (self.workspace / unprocessable).is_dir():
                 # a directory where the status saw none, e.g. a nested repository created since
                 # without a commit (one with a commit would have been recorded)
@@ -385,6 +405,8 @@ class Checkpoints:
                 raise CheckpointError(f"snapshot failed: git update-index: {result.err_text}")
             add.remove(unprocessable)
         removals = big + nested + vanished
+        gitlinks.difference_update(gone, removals)
+        write_if_changed(loc.root / "gitlinks", b"".join(os.fsencode(p) + b"\0" for p in sorted(gitlinks)))
         if any(p == ".gitignore" or p.endswith("/.gitignore") for p in candidates):
             # a directory that just became ignored and is a build output leaves the snapshot
             listed = git.run("ls-files", "-z", "-c", "-i", "--exclude-standard").stdout
@@ -451,24 +473,29 @@ class Checkpoints:
 
     def _walk_ignored(self, directory: str) -> tuple[builtins.list[str], builtins.list[str]]:
         """Every file and symlink under an ignored directory (git names it once), pruning build
-        outputs by name and nested repositories (their own `.git` keeps their history)."""
+        outputs by name and nested repositories (their own `.git` keeps their history). FIFOs,
+        sockets and devices are left out: git cannot store them (`git add` skipped them too)."""
         names = REGENERATED_DIRS.union(self.settings.regenerated)
         files: builtins.list[str] = []
         regenerated: builtins.list[str] = []
-        for root, dirs, entries in os.walk(self.workspace / directory):
-            rel_root = os.path.relpath(root, self.workspace).replace(os.sep, "/")
-            keep = []
-            for name in dirs:
-                rel = f"{rel_root}/{name}"
-                full = os.path.join(root, name)
-                if os.path.islink(full):
+        pending = [directory]
+        while pending:
+            rel_dir = pending.pop()
+            try:
+                with os.scandir(f"{self.workspace}/{rel_dir}") as entries:
+                    listed = list(entries)
+            except OSError:
+                continue  # gone or unreadable since the status (os.walk skipped these too)
+            for entry in listed:
+                rel = f"{rel_dir}/{entry.name}"
+                if entry.is_symlink() or entry.is_file(follow_symlinks=False):
                     files.append(rel)  # a symlink to a directory is snapshotted as a link
-                elif name in names:
+                elif not entry.is_dir(follow_symlinks=False):
+                    continue
+                elif entry.name in names:
                     regenerated.append(rel)
-                elif not os.path.lexists(os.path.join(full, ".git")):
-                    keep.append(name)
-            dirs[:] = keep
-            files += [f"{rel_root}/{name}" for name in entries]
+                elif not os.path.lexists(f"{entry.path}/.git"):
+                    pending.append(rel)
         return files, regenerated
 
     def _import(self, git: Git, paths: builtins.list[str]) -> builtins.list[str]:
@@ -482,10 +509,12 @@ class Checkpoints:
         and writes blobs and trees into one pack, measured 2-3x faster on 20,000 files.
         """
         nested: builtins.list[str] = []
-        git.feed("fast-import", "--quiet", "--force", chunks=self._import_stream(paths, nested))
-        tree = git.run("rev-parse", "--verify", f"{_IMPORT_REF}^{{tree}}").stdout.decode("ascii").strip()
-        git.run("read-tree", tree)
-        git.run("update-ref", "-d", _IMPORT_REF)
+        try:
+            git.feed("fast-import", "--quiet", "--force", chunks=self._import_stream(paths, nested))
+            tree = git.run("rev-parse", "--verify", f"{_IMPORT_REF}^{{tree}}").stdout.decode("ascii").strip()
+            git.run("read-tree", tree)  # refuses a path git never stores (`.GIT/x`): the checkpoint fails
+        finally:
+            git.run("update-ref", "-d", _IMPORT_REF, ok_codes=(0, 1))
         git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))  # 1: some changed meanwhile
         return nested
 
@@ -521,7 +550,10 @@ class Checkpoints:
                 mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
                 yield b"M %s inline %s\ndata %d\n%s\n" % (mode, name, len(data), data)
             elif stat.S_ISLNK(st.st_mode):
-                target = os.readlink(full)
+                try:
+                    target = os.readlink(full)
+                except OSError:
+                    continue  # gone or replaced since the lstat: the next snapshot sees it
                 yield b"M 120000 inline %s\ndata %d\n%s\n" % (name, len(target), target)
             elif stat.S_ISDIR(st.st_mode):
                 head = _head_commit(Path(os.fsdecode(full)))
@@ -529,10 +561,7 @@ class Checkpoints:
                     nested.append(rel)
                 else:
                     yield b"M 160000 %s %s\n" % (head.encode("ascii"), name)
-            else:
-                raise CheckpointError(
-                    f"snapshot failed: {rel}: not a file, symlink or directory (git cannot store it)"
-                )
+            # else a FIFO, socket or device: git cannot store it (`git add` skipped them too)
         yield b"\ndone\n"
 
     def _create_locked(self, loc: Location, git: Git, tool: str, message: str | None) -> Checkpoint:
@@ -702,6 +731,32 @@ def _unreadable(detail: str) -> CheckpointRefused:
         f"part of the workspace cannot be read ({detail}); a snapshot would be incomplete, "
         "so Tether refuses. Fix the permissions or add the path to [checkpoints] exclude."
     )
+
+
+def _recorded_gitlinks(loc: Location, git: Git) -> set[str]:
+    """The nested repositories the private index records as gitlinks: kept in a small file next to
+    the index (listing the whole index each time would cost a walk of it); read from the index once
+    when the file is missing (a store from before it existed) or unreadable."""
+    try:
+        data = (loc.root / "gitlinks").read_bytes()
+    except OSError:
+        data = b"".join(
+            entry.partition(b"\t")[2] + b"\0"
+            for entry in git.run("ls-files", "-z", "--stage").stdout.split(b"\0")
+            if entry.startswith(b"160000 ")
+        )
+    return {os.fsdecode(p) for p in data.split(b"\0") if p}
+
+
+def _lost_its_repository(path: str) -> bool:
+    return _is_real_dir(path) and not os.path.lexists(f"{path}/.git")
+
+
+def _is_real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _has_checkpoints(git: Git) -> bool:

@@ -131,14 +131,14 @@ def store_git(loc: Location, extra_config: tuple[str, ...] = STORE_TUNING) -> Gi
 def ensure_store(loc: Location) -> None:
     """Create the store once, atomically (init in a temp dir, then rename), and its attributes."""
     if (loc.store / "HEAD").is_file():
-        _write_if_changed(loc.store / "info" / "attributes", STORE_ATTRIBUTES)
+        write_if_changed(loc.store / "info" / "attributes", STORE_ATTRIBUTES)
         return
     try:
         loc.root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CheckpointError(f"cannot create the checkpoint store at {loc.root}: {exc.strerror}") from exc
     if loc.kind == "shadow":
-        _write_if_changed(loc.root / "workspace", os.fsencode(loc.workspace) + b"\n")
+        write_if_changed(loc.root / "workspace", os.fsencode(loc.workspace) + b"\n")
     tmp = loc.root / f"store.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     Git(git_dir=tmp).run("init", "-q", "--bare", str(tmp))
@@ -199,7 +199,7 @@ def exclude_lines(loc: Location, patterns: tuple[str, ...], extra_files: tuple[P
 
 def sync_excludes(loc: Location, patterns: tuple[str, ...], extra_files: tuple[Path, ...] = ()) -> bool:
     """Write the store's excludes; True when they changed (the private index must be rebuilt)."""
-    return _write_if_changed(loc.store / "info" / "exclude", exclude_lines(loc, patterns, extra_files))
+    return write_if_changed(loc.store / "info" / "exclude", exclude_lines(loc, patterns, extra_files))
 
 
 def ensure_user_exclude(loc: Location) -> None:
@@ -223,7 +223,7 @@ def ensure_user_exclude(loc: Location) -> None:
         raise CheckpointError(f"cannot add .tether/ to {path}: {exc.strerror}") from exc
 
 
-def _write_if_changed(path: Path, data: bytes) -> bool:
+def write_if_changed(path: Path, data: bytes) -> bool:
     try:
         if path.read_bytes() == data:
             return False
