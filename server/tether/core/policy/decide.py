@@ -388,8 +388,10 @@ def _network_client(
     file the path checks cannot see. Refused: another scheme (`file:` also without `//`: curl reads
     `file:/etc/x` as a local file); options that read options or URLs from a file (`-K cfg` could name
     `file:///home/…`) or turn a bare path into a local URL (`--proto-default file`). Checked as
-    paths: what curl uploads from a file (`-d @f`, `-F k=@f`, `-F k=<f`, `-H @f`,
-    `--data-urlencode k@f`)."""
+    paths: whatever may name a file curl reads or writes, which the generic path checks (operands
+    and `--opt=value`) do not see — the text after an `@` (`-d @f`, `-d@f`, `-F k=@f`, `-H @f`,
+    `--data-urlencode k@f`, `--variable n@f`) or a `<` (`-F k=<f`), and a short option's attached
+    value, from each place it could start (`-T.env`, `-sST/etc/x`)."""
     long_opts, short_letters = _READS_ARGUMENTS[name]
     for arg in expanded:
         option = arg.partition("=")[0]
@@ -410,15 +412,15 @@ def _network_client(
                 f"`{name}` with a {what}: URL: only http and https go through the proxy",
                 program=name,
             )
-    uploads: list[str] = []
-    for before, arg in zip(("", *expanded), expanded, strict=False):
-        if arg.startswith("@") or "=@" in arg or (before == "--data-urlencode" and "@" in arg):
-            uploads.append(arg.partition("@")[2])  # `@f`, `-F k=@f`, `--data-urlencode k@f`
-        if "=<" in arg:
-            uploads.append(arg.partition("=<")[2])  # `-F k=<f`
-        if arg.startswith("--data-urlencode=") and "@" in arg:
-            uploads.append(arg.partition("@")[2])
-    _generic_paths(uploads, workspace, settings, base)
+    files: list[str] = []
+    for arg in expanded:
+        files += [arg.partition(mark)[2] for mark in "@<" if mark in arg]
+        if arg.startswith("-") and not arg.startswith("--"):
+            letters = 1
+            while letters < len(arg) and arg[letters].isascii() and arg[letters].isalpha():
+                letters += 1
+            files += [arg[end:] for end in range(2, letters + 1)]
+    _generic_paths(files, workspace, settings, base)
 
 
 _RUNS_TEXT = frozenset(
