@@ -49,6 +49,16 @@ def init_repo(path: Path, files: dict[str, str] | None = None, *, commit: bool =
     return path
 
 
+def snapshot_files(repo: Path, commit: str) -> list[str]:
+    """The paths a checkpoint of `repo` holds (files, symlinks, gitlinks), as `git ls-tree -r` names them."""
+    store = repo / ".git" / "tether" / "store"
+    return [
+        p
+        for p in git(repo, f"--git-dir={store}", "ls-tree", "-r", "-z", "--name-only", commit).split("\0")
+        if p
+    ]
+
+
 def blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 

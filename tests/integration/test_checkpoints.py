@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _checkpoint_support import fingerprint, git, init_repo, listing, user_git_state
+from _checkpoint_support import fingerprint, git, init_repo, listing, snapshot_files, user_git_state
 
 from tether.core.checkpoints import Checkpoints
 from tether.core.config import CheckpointSettings, user_state_dir
@@ -149,8 +149,7 @@ def test_a_file_unreadable_during_the_first_snapshot_leaves_nothing_behind(
     assert not (repo / ".git" / "tether" / "index").exists()
     assert not list((git_dir / "objects" / "pack").glob("*.pack"))
     cp = store.create("t")  # and the next one snapshots everything
-    files = git(repo, f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", cp.commit).split()
-    assert files == ["a.txt", "b.txt", "c.txt"]
+    assert snapshot_files(repo, cp.commit) == ["a.txt", "b.txt", "c.txt"]
 
 
 def test_disabled_checkpoints_say_rollback_is_unavailable(tmp_path: Path) -> None:
@@ -743,12 +742,7 @@ def test_many_changed_paths_go_into_one_pack(tmp_path: Path) -> None:
     store = Checkpoints(repo, CheckpointSettings(max_file_bytes=1000))
     cp = store.create("t")
     assert {"big.bin", "fresh"} <= set(cp.skipped)
-    files = subprocess.run(
-        ["git", f"--git-dir={repo / '.git' / 'tether' / 'store'}", "ls-tree", "-r", "--name-only", cp.commit],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    files = snapshot_files(repo, cp.commit)
     assert len(files) == 401
     objects = repo / ".git" / "tether" / "store" / "objects"
     assert len(list((objects / "pack").glob("*.pack"))) == 1

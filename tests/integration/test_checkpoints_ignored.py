@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _checkpoint_support import git, init_repo, listing, tether, user_git_state
+from _checkpoint_support import init_repo, listing, snapshot_files, tether, user_git_state
 
 from tether.core.checkpoints import Checkpoints
 from tether.core.checkpoints.regenerated import regenerated_dir
@@ -125,11 +125,9 @@ def test_ignored_build_outputs_are_left_out_and_reported(tmp_path: Path) -> None
     cp = Checkpoints(repo, CheckpointSettings()).create("t")
     assert "regenerated:node_modules" in cp.skipped
     assert "regenerated:web/node_modules" in cp.skipped
-    stored = git(
-        repo, "--git-dir", str(repo / ".git" / "tether" / "store"), "ls-tree", "-r", "--name-only", cp.commit
-    )
-    assert ".env" in stored.splitlines()
-    assert not any("node_modules" in line for line in stored.splitlines())
+    stored = snapshot_files(repo, cp.commit)
+    assert ".env" in stored
+    assert not any("node_modules" in path for path in stored)
     assert regenerated_dir("web/node_modules/x/a.js") == "web/node_modules"
     assert regenerated_dir("src/build.py") is None
 

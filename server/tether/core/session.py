@@ -285,8 +285,10 @@ def _apply_overrides(config: EffectiveConfig, overrides: FaceOverrides) -> tuple
     network, policy = config.network, config.policy
     if overrides.outside_sandbox:
         network, policy = NetworkSettings(), replace(policy, network_enabled=False)
-    changed = replace(config, sandbox=sandbox, agent=agent, permissions=permissions)
-    return replace(changed, network=network, policy=policy), warnings
+    changed = replace(
+        config, sandbox=sandbox, agent=agent, permissions=permissions, network=network, policy=policy
+    )
+    return changed, warnings
 
 
 def _protect_path_tools(workspace: Path, config: EffectiveConfig) -> EffectiveConfig:

@@ -19,6 +19,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from tether.core.gitcmd import BlobReader, Git
 from tether.errors import CheckpointError
@@ -92,7 +93,7 @@ def plan_ops(workspace: Path, changes: Iterable[Change]) -> Ops:
     return Ops(tuple(restored), tuple(created), tuple(deleted), tuple(sorted(kept)))
 
 
-def _parents(workspace: Path, rel: str, delete_paths: set[str]) -> str:
+def _parents(workspace: Path, rel: str, delete_paths: set[str]) -> Literal["clear", "replaced", "blocked"]:
     """What stands above rel: "clear" (real directories, or missing ones that are created),
     "replaced" (a file or symlink this rollback deletes: nothing is below it then) or "blocked"
     (a file or symlink it does not delete)."""

@@ -344,14 +344,15 @@ class Checkpoints:
         big: list[str] = []
         add: list[str] = []
         nested: list[str] = []
-        vanished: list[str] = []
+        heads: dict[str, str] = {}  # nested repositories with a commit: recorded as gitlinks
         for i, entry in enumerate(candidates):
             rel = entry.rstrip("/")
             candidates[i] = rel
             if entry.endswith("/"):  # status names an untracked nested repository like this
-                if _head_commit(self.workspace / rel) is not None:
+                head = _head_commit(self.workspace / rel)
+                if head is not None:
                     add.append(rel)
-                    gitlinks.add(rel)
+                    heads[rel] = head
                 else:
                     nested.append(rel)  # would be taken for a plain directory: keep out
                 continue
@@ -360,51 +361,24 @@ class Checkpoints:
             except OSError:
                 add.append(rel)  # deleted since the status: `--remove` records the deletion
                 continue
-            if _is_regular(st.st_mode) and st.st_size > self.settings.max_file_bytes:
+            if stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
                 big.append(rel)
             else:
                 add.append(rel)
         # A path before anything under it: `d` (a file in the index, a directory now) leaves the
         # index before `d/x` enters it.
         add.sort(key=os.fsencode)
+        vanished: list[str] = []
         if fresh and add and not _has_checkpoints(git):
             # the store's first snapshot. A rebuild (ignore rules changed, index lost) finds
             # nearly every object in the store already, and update-index hashes each file once
             # where the import reads it twice (20k files: 460 against 560 ms)
-            nested += self._import(git, add)
-            add = []
-        # Many new files (the first checkpoint, an unpacked archive): stream them into one pack
-        # instead of a loose object file each (measured: 3-4x faster on 20,000 files).
-        indexer = git
-        if len(add) >= _BULK_PATHS:
-            indexer = dataclasses.replace(git, extra_config=(*git.extra_config, "core.bigFileThreshold=1"))
-        while add:
-            # `--replace`: a file that became a directory (or back) swaps its entries; ignored files
-            # are named one by one, and update-index never consults ignore rules: an ignored
-            # `.env` is the user's too and is snapshotted like any other file
-            result = indexer.run(
-                "update-index", "--add", "--remove", "--replace", "-z", "--stdin",
-                input=b"".join(os.fsencode(p) + b"\0" for p in add), ok_codes=(0, 128),
-            )  # fmt: skip
-            if result.returncode == 0:
-                break
-            _refuse_unreadable(result.stderr)
-            failed = _UNPROCESSABLE.search(result.stderr)
-            unprocessable = os.fsdecode(failed.group(1)) if failed else ""
-            if unprocessable not in add:
-                raise CheckpointError(f"snapshot failed: git update-index: {result.err_text}")
-            if b"beyond a symbolic link" in result.stderr or b"unsupported file type" in result.stderr:
-                # its directory became a symlink since the status, or it became a FIFO or socket
-                # (git cannot store one; `git add` skipped them): not in this snapshot
-                vanished.append(unprocessable)
-            elif (self.workspace / unprocessable).is_dir():
-                # a directory where the status saw none, e.g. a nested repository created since
-                # without a commit (one with a commit would have been recorded)
-                nested.append(unprocessable)
-            else:
-                raise CheckpointError(f"snapshot failed: git update-index: {result.err_text}")
-            add.remove(unprocessable)
+            nested += self._import(git, add, heads)
+        else:
+            more_nested, vanished = _update_index(git, add, self.workspace)
+            nested += more_nested
         removals = big + nested + vanished
+        gitlinks.update(heads)
         gitlinks.difference_update(gone, removals)
         write_if_changed(loc.root / "gitlinks", b"".join(os.fsencode(p) + b"\0" for p in sorted(gitlinks)))
         if any(p == ".gitignore" or p.endswith("/.gitignore") for p in candidates):
@@ -498,7 +472,7 @@ class Checkpoints:
                     pending.append(rel)
         return files, regenerated
 
-    def _import(self, git: Git, paths: builtins.list[str]) -> builtins.list[str]:
+    def _import(self, git: Git, paths: builtins.list[str], heads: dict[str, str]) -> builtins.list[str]:
         """The first snapshot of a work tree: every file streamed into one pack by `git fast-import`,
         then read into the private index, whose stat data `update-index --refresh` fills in (it
         hashes each file again and records only what matches). Returns the directories that turned
@@ -510,7 +484,7 @@ class Checkpoints:
         """
         nested: builtins.list[str] = []
         try:
-            git.feed("fast-import", "--quiet", "--force", chunks=self._import_stream(paths, nested))
+            git.feed("fast-import", "--quiet", "--force", chunks=self._import_stream(paths, heads, nested))
             tree = git.run("rev-parse", "--verify", f"{_IMPORT_REF}^{{tree}}").stdout.decode("ascii").strip()
             git.run("read-tree", tree)  # refuses a path git never stores (`.GIT/x`): the checkpoint fails
         finally:
@@ -518,9 +492,12 @@ class Checkpoints:
         git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))  # 1: some changed meanwhile
         return nested
 
-    def _import_stream(self, paths: builtins.list[str], nested: builtins.list[str]) -> Iterator[bytes]:
-        """fast-import's input for `paths`: one commit holding each file, symlink and gitlink; every
-        byte read from the work tree, never through a symlink."""
+    def _import_stream(
+        self, paths: builtins.list[str], heads: dict[str, str], nested: builtins.list[str]
+    ) -> Iterator[bytes]:
+        """fast-import's input for `paths`: one commit holding each file, symlink and gitlink (the
+        nested repositories' commits in `heads`); every byte read from the work tree, never through
+        a symlink. A directory without a commit in `heads` is added to `nested`, left out."""
         yield (
             b"feature done\ncommit "
             + _IMPORT_REF.encode()
@@ -556,7 +533,7 @@ class Checkpoints:
                     continue  # gone or replaced since the lstat: the next snapshot sees it
                 yield b"M 120000 inline %s\ndata %d\n%s\n" % (name, len(target), target)
             elif stat.S_ISDIR(st.st_mode):
-                head = _head_commit(Path(os.fsdecode(full)))
+                head = heads.get(rel)
                 if head is None:
                     nested.append(rel)
                 else:
@@ -715,10 +692,6 @@ def _fast_import_path(rel: str) -> bytes:
     return b'"' + escaped + b'"'
 
 
-def _is_regular(mode: int) -> bool:
-    return stat.S_ISREG(mode)
-
-
 def _refuse_unreadable(stderr: bytes) -> None:
     if b"Permission denied" in stderr:
         lines = stderr.decode("utf-8", "replace").strip().splitlines()
@@ -731,6 +704,49 @@ def _unreadable(detail: str) -> CheckpointRefused:
         f"part of the workspace cannot be read ({detail}); a snapshot would be incomplete, "
         "so Tether refuses. Fix the permissions or add the path to [checkpoints] exclude."
     )
+
+
+def _update_index(git: Git, add: builtins.list[str], workspace: Path) -> tuple[list[str], list[str]]:
+    """Stage `add` (sorted) in the private index; returns the paths left out after all: directories
+    that turned out to be nested repositories without a commit, and paths that vanished or became
+    something git cannot store since the status. Anything else that fails is a CheckpointError.
+
+    Many new files (an unpacked archive, a rebuilt index) are streamed into one pack (git's bulk
+    check-in, enabled by a tiny `core.bigFileThreshold`) instead of a loose object file each.
+    """
+    indexer = git
+    if len(add) >= _BULK_PATHS:
+        indexer = dataclasses.replace(git, extra_config=(*git.extra_config, "core.bigFileThreshold=1"))
+    nested: list[str] = []
+    vanished: list[str] = []
+    add = list(add)
+    while add:
+        # `--replace`: a file that became a directory (or back) swaps its entries; ignored files
+        # are named one by one, and update-index never consults ignore rules: an ignored `.env`
+        # is the user's too and is snapshotted like any other file
+        result = indexer.run(
+            "update-index", "--add", "--remove", "--replace", "-z", "--stdin",
+            input=b"".join(os.fsencode(p) + b"\0" for p in add), ok_codes=(0, 128),
+        )  # fmt: skip
+        if result.returncode == 0:
+            break
+        _refuse_unreadable(result.stderr)
+        failed = _UNPROCESSABLE.search(result.stderr)
+        unprocessable = os.fsdecode(failed.group(1)) if failed else ""
+        if unprocessable not in add:
+            raise CheckpointError(f"snapshot failed: git update-index: {result.err_text}")
+        if b"beyond a symbolic link" in result.stderr or b"unsupported file type" in result.stderr:
+            # its directory became a symlink since the status, or it became a FIFO or socket
+            # (git cannot store one; `git add` skipped them): not in this snapshot
+            vanished.append(unprocessable)
+        elif (workspace / unprocessable).is_dir():
+            # a directory where the status saw none, e.g. a nested repository created since
+            # without a commit (one with a commit would have been recorded)
+            nested.append(unprocessable)
+        else:
+            raise CheckpointError(f"snapshot failed: git update-index: {result.err_text}")
+        add.remove(unprocessable)
+    return nested, vanished
 
 
 def _recorded_gitlinks(loc: Location, git: Git) -> set[str]:
