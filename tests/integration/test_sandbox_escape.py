@@ -400,6 +400,8 @@ def test_no_background_process_survives(sbx: Runner) -> None:
         f"nohup sleep {marker} >/dev/null 2>&1 & disown; echo started"
     )
     assert "started" in proc.stdout
+    # The command's own status: not the sandbox waiting for the orphans until the call times out.
+    assert proc.returncode == 0, proc.stderr
     assert _processes_with(marker) == [], "processes survived the sandboxed command"
 
 

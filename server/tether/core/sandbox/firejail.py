@@ -75,6 +75,7 @@ def firejail_args(
         "--caps.drop=all",
         "--nonewprivs",
         "--deterministic-exit-code",
+        "--deterministic-shutdown",  # else firejail waits for left-behind processes until the timeout
         "--keep-var-tmp",  # else a workspace under /var/tmp would be hidden (it is read-only anyway)
         f"--whitelist={ws}",
         "--read-only=/",
