@@ -225,3 +225,60 @@ def test_sessions_without_a_user_config_offer_no_rule(tmp_path: Path) -> None:
     assert approver.asked[0].always is None
     assert session.gate.call("touch_marker", {"name": "b"}).state == "executed"  # for this session
     assert len(approver.asked) == 1
+
+
+def test_a_git_commit_always_allowed_runs_like_one_approved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule "Always allow" writes must work as the approval did: `.git` writable for the commit
+    (its hooks and config still read-only), not a commit that fails on a read-only index.lock."""
+    monkeypatch.setenv("TETHER_MANAGED_CONFIG", str(tmp_path / "no-managed.toml"))
+    user_config = tmp_path / "config.toml"
+    workspace = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    for key, value in (("user.name", "t"), ("user.email", "t@t")):
+        subprocess.run(["git", "-C", str(workspace), "config", key, value], check=True)
+
+    def commits() -> int:
+        out = subprocess.run(
+            ["git", "-C", str(workspace), "rev-list", "--all", "--count"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return int(out.stdout.strip() or 0)
+
+    def run(approver: Any, name: str) -> Any:
+        session = open_session(
+            workspace, FaceOverrides(permissions="command"), user_path=user_config, approver=approver
+        )
+        command = f"git commit --allow-empty -q -m {name}"
+        return session.gate.call("bash_command", {"command": command})
+
+    approver = Recorder(ApprovalAnswer("allow_always"))
+    first = run(approver, "approved")
+    assert first.state == "executed", first.text
+    assert len(approver.asked) == 1
+    second = run(None, "by-the-rule")  # nobody to ask: only the written rule can allow it
+    assert second.state == "executed", second.text
+    assert second.verdict is not None
+    assert second.verdict.rule == "allowed.user_rule"
+    assert commits() == 2
+
+
+def test_a_user_rule_for_another_program_keeps_git_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git status && make lint` with a rule for `make lint`: git's own rules allow the status, so
+    nothing here changes the repository with the person's leave, and `.git` stays read-only."""
+    monkeypatch.setenv("TETHER_MANAGED_CONFIG", str(tmp_path / "no-managed.toml"))
+    user_config = tmp_path / "config.toml"
+    user_config.write_text('[[rules]]\npattern = ["make", "lint"]\ndecision = "allow"\n', encoding="utf-8")
+    workspace = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    (workspace / "Makefile").write_text("lint:\n\ttouch .git/planted\n", encoding="utf-8")
+    session = open_session(workspace, FaceOverrides(permissions="command"), user_path=user_config)
+    result = session.gate.call("bash_command", {"command": "git status && make lint"})
+    assert result.verdict is not None
+    assert result.verdict.rule == "allowed.user_rule", result.text
+    assert not (workspace / ".git" / "planted").exists()

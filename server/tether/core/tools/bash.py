@@ -264,7 +264,7 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
             raise PolicyDenied("bash_command: the policy returned no single command to run", decision)
         argv, script, display = decision.segments[0].argv, None, command
     sandbox = ctx.config.sandbox
-    git_state = any(a.argv and a.argv[0] == "git" for a in decision.asks)
+    git_state = _changes_git_state(decision, ws, ctx.config, cwd)
     return Plan(
         display=display,
         original=original if raw_args is None else shlex.join([original, *raw_args]),
@@ -283,6 +283,24 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
         git_state=git_state,
         env_passthrough=sandbox.env_passthrough,
         max_parallel=sandbox.max_parallel,
+    )
+
+
+def _changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd: Path) -> bool:
+    """May this command change the repository's state with the person's leave? Either the policy
+    asks about a git segment (the gate asks before it runs), or the person's own rule allowed a git
+    segment the built-in rules would not run: "Always allow" on `git commit` wrote such a rule, and
+    the commit must then work as it did when approved once."""
+    if any(a.argv and a.argv[0] == "git" for a in decision.asks):
+        return True
+    if decision.rule != "allowed.user_rule":
+        return False
+    policy = config.policy
+    builtin = replace(policy, extra_allowed=(), rules=tuple(r for r in policy.rules if r.decision != "allow"))
+    return any(
+        s.argv[0] == "git" and not decide_argv(s.argv, "command", ws, builtin, cwd=cwd).allowed
+        for s in decision.segments
+        if s.argv
     )
 
 
