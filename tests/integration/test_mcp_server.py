@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 
 @asynccontextmanager
-async def client(ws: Path, home: Path, permissions: str) -> AsyncIterator[ClientSession]:
+async def client(
+    ws: Path,
+    home: Path,
+    permissions: str,
+    elicitation: Callable[[Any, Any], Awaitable[Any]] | None = None,
+) -> AsyncIterator[ClientSession]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
     env.update(
         XDG_STATE_HOME=str(home / "state"),
@@ -34,7 +39,10 @@ async def client(ws: Path, home: Path, permissions: str) -> AsyncIterator[Client
     )
     async with stdio_client(params) as (read, write):
         session = ClientSession(
-            read, write, client_info=types.Implementation(name="test-client", version="1")
+            read,
+            write,
+            client_info=types.Implementation(name="test-client", version="1"),
+            elicitation_callback=elicitation,
         )
         async with session:
             await session.initialize()
@@ -116,3 +124,137 @@ async def test_without_write_permission_an_edit_is_a_proposal_the_user_accepts(
     pid = message.split("tether accept ")[1].split("`")[0]
     assert tether(ws, "accept", pid, home=tmp_path).returncode == 0
     assert (ws / "calc.py").read_text().endswith("a + b\n")
+
+
+# --- asks become a form the client shows (elicitation) ---------------------------------------------
+
+ASKED = "git commit --allow-empty -m x"  # asks in command mode: it changes the repository's state
+
+
+class Person:
+    """The client's user: answers each form with the next of `answers` and keeps what was shown."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.forms: list[Any] = []
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        self.forms.append(params)
+        return self.answers.pop(0)
+
+
+def accept(content: dict[str, Any]) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content=content)
+
+
+def commits(ws: Path) -> int:
+    return int(git_out(ws, "rev-list", "--count", "HEAD"))
+
+
+def git_out(ws: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True, check=True).stdout
+
+
+async def test_an_ask_is_a_form_and_allow_once_runs_it(ws: Path, tmp_path: Path) -> None:
+    person = Person(accept({"choice": "allow_once"}), accept({"choice": "allow_once"}))
+    before = commits(ws)
+    async with client(ws, tmp_path, "read,command", person) as session:
+        first = await session.call_tool("bash_command", {"command": ASKED})
+        second = await session.call_tool("bash_command", {"command": ASKED})
+    assert not first.is_error, text(first)
+    assert first.structured_content["state"] == "executed"
+    assert not second.is_error, text(second)
+    assert len(person.forms) == 2  # once means once: the second call asks again
+    assert commits(ws) == before + 2
+    form = person.forms[0]
+    assert ASKED in form.message
+    choice = form.requested_schema["properties"]["choice"]
+    assert [o["const"] for o in choice["oneOf"]] == ["allow_once", "allow_session", "allow_always", "deny"]
+    assert [o["title"] for o in choice["oneOf"]] == [
+        "Allow once", "Allow for this session", "Always allow", "Deny"
+    ]  # fmt: skip
+    assert choice["default"] == "deny"
+    log = tether(ws, "log", "--json", home=tmp_path)
+    approvals = [e for e in map(json.loads, log.stdout.splitlines()) if e["tool"] == "approval"]
+    assert [e["source"] for e in approvals] == ["mcp:test-client", "mcp:test-client"]
+
+
+async def test_allow_for_the_session_asks_once(ws: Path, tmp_path: Path) -> None:
+    person = Person(accept({"choice": "allow_session"}))
+    async with client(ws, tmp_path, "read,command", person) as session:
+        for _ in range(3):
+            result = await session.call_tool("bash_command", {"command": ASKED})
+            assert not result.is_error, text(result)
+    assert len(person.forms) == 1
+
+
+async def test_always_allow_writes_the_user_rule(ws: Path, tmp_path: Path) -> None:
+    async with client(ws, tmp_path, "read,command", Person(accept({"choice": "allow_always"}))) as session:
+        result = await session.call_tool("bash_command", {"command": ASKED})
+    assert not result.is_error, text(result)
+    # a new session (a new client process) does not ask: the rule is in the user config
+    async with client(ws, tmp_path, "read,command", Person()) as session:
+        again = await session.call_tool("bash_command", {"command": ASKED})
+    assert not again.is_error, text(again)
+    config = tmp_path / "config" / "tether" / "config.toml"
+    assert "git commit" in config.read_text()
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (accept({"choice": "deny", "message": "commit on a branch"}), "the user denied this command"),
+        (types.ElicitResult(action="decline"), "the user denied this command"),
+        (types.ElicitResult(action="cancel"), "dismissed without an answer"),
+        (accept({"choice": "yes"}), "not one of"),
+        (accept({}), "not one of"),
+        (types.ErrorData(code=-32600, message="no UI here"), "answered with an error"),
+    ],
+    ids=["deny-with-message", "decline", "cancel", "unknown-choice", "no-choice", "client-error"],
+)
+async def test_everything_but_an_accepted_allow_denies(
+    ws: Path, tmp_path: Path, answer: Any, expected: str
+) -> None:
+    before = commits(ws)
+    async with client(ws, tmp_path, "read,command", Person(answer)) as session:
+        result = await session.call_tool("bash_command", {"command": ASKED})
+    assert result.is_error
+    assert result.structured_content["state"] == "denied"
+    assert expected in text(result)
+    if "message" in (getattr(answer, "content", None) or {}):
+        assert "The user says: commit on a branch" in text(result)
+    assert commits(ws) == before
+
+
+async def test_a_client_without_forms_is_not_asked(ws: Path, tmp_path: Path) -> None:
+    """Elicitation declared for URLs only: no form can be shown, so nobody is asked (fail closed)."""
+    from tether.cli.mcp import can_elicit_forms
+
+    url_only = types.ElicitationCapability(url=types.UrlElicitationCapability())
+    empty = types.ElicitationCapability()
+    forms = types.ElicitationCapability(form=types.FormElicitationCapability())
+
+    class Ctx:
+        def __init__(self, elicitation: Any) -> None:
+            capabilities = types.ClientCapabilities(elicitation=elicitation)
+            params = types.InitializeRequestParams(
+                protocol_version="2025-11-25",
+                capabilities=capabilities,
+                client_info=types.Implementation(name="c", version="1"),
+            )
+            self.session = type("S", (), {"client_params": params})()
+
+    assert [can_elicit_forms(Ctx(e)) for e in (url_only, empty, forms, None)] == [False, True, True, False]
+
+
+def test_an_answer_that_was_not_offered_denies() -> None:
+    """Without a user config "Always allow" is not offered; a client answering it anyway is denied."""
+    from tether.cli.mcp import elicited_answer
+
+    offered = ("allow_once", "allow_session", "deny")
+    answer = elicited_answer(accept({"choice": "allow_always"}), offered)  # type: ignore[arg-type]
+    assert answer.choice == "deny"
+    assert "not offered" in answer.reason
+    assert elicited_answer(accept({"choice": "allow_once"}), offered).choice == "allow_once"  # type: ignore[arg-type]

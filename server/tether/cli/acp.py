@@ -246,7 +246,7 @@ class TetherAcpAgent:
         options = [
             PermissionOption(option_id=option, name=name, kind=kind)  # type: ignore[arg-type]
             for option, name, kind in APPROVAL_OPTIONS
-            if option != "allow_always" or request.always is not None
+            if option in request.choices()
         ]
         tool_call = ToolCallUpdate(
             tool_call_id=session.current_tool or request.id,

@@ -98,6 +98,10 @@ class ApprovalRequest:
             "timeoutMs": int(self.timeout * 1000),
         }
 
+    def choices(self) -> tuple[Choice, ...]:
+        """The answers to offer: "Always allow" only when there is a user config to write the rule to."""
+        return tuple(c for c in CHOICES if c != "allow_always" or self.always is not None)
+
     def text(self) -> str:
         """The question in words, for a message box or a terminal."""
         lines = [f"Tether: the agent wants to run `{self.command}` ({self.mode} mode). Allow it?"]

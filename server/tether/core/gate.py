@@ -464,8 +464,13 @@ class Gate:
         source: str = "cli",
         conversation_id: str | None = None,
         cancel: threading.Event | None = None,
+        approver: Approver | None = None,
     ) -> GateResult:
-        """Decide and run one tool call. Never raises for anything the caller sent."""
+        """Decide and run one tool call. Never raises for anything the caller sent.
+
+        `approver` asks the person behind this call's face (an MCP client that can show a form) in
+        place of the session's own; without either, an *ask* is a deny.
+        """
         record = _CallRecord(args, source, conversation_id)
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -494,7 +499,7 @@ class Gate:
         )
         ctx.on_network = lambda connection: self._record_connection(connection, source)
         try:
-            return self._call(tool, ctx, args, record)
+            return self._call(tool, ctx, args, record, approver or self.approver)
         except Exception as exc:  # a bug in a tool must not take the session down
             log.error("tool %s crashed: %s\n%s", name, exc, traceback.format_exc())
             result = _error_result(name, f"internal error in {name}: {exc.__class__.__name__}: {exc}")
@@ -506,6 +511,7 @@ class Gate:
         ctx: ToolContext,
         args: Mapping[str, Any],
         record: _CallRecord,
+        approver: Approver | None,
     ) -> GateResult:
         name = tool.spec.name
         try:
@@ -535,7 +541,7 @@ class Gate:
 
         need = prepared.approval
         if need is not None:
-            answer, asked = self._approve(name, need, ctx.cancel, record.source)
+            answer, asked = self._approve(name, need, ctx.cancel, record.source, approver)
             if not answer.allowed:
                 return self._finish(_refused_by_person(name, need, answer, asked), record, state="denied")
             how = "for this session" if answer.choice != "allow_once" else "once"
@@ -576,7 +582,7 @@ class Gate:
         )
 
     def _approve(
-        self, tool: str, need: ApprovalNeed, cancel: threading.Event, source: str
+        self, tool: str, need: ApprovalNeed, cancel: threading.Event, source: str, approver: Approver | None
     ) -> tuple[ApprovalAnswer, bool]:
         """Ask the person about the segments of `need` this session has not allowed yet.
 
@@ -586,7 +592,7 @@ class Gate:
         pending = tuple(s for s in need.segments if not self.allowances.covers(s.argv))
         if not pending:
             return ApprovalAnswer("allow_session", None, "allowed earlier in this session"), False
-        if self.approver is None:
+        if approver is None:
             return denied(_NOBODY_TO_ASK), False
         patterns = tuple(dict.fromkeys(session_pattern(s.argv) for s in pending))
         always = self._always_rules(pending)
@@ -611,7 +617,7 @@ class Gate:
             {"id": request.id, "command": need.command, "segments": [s.to_json() for s in pending]}, source
         )
         try:
-            answer = self.approver(request, cancel)
+            answer = approver(request, cancel)
         except Exception as exc:  # a broken face must not turn into an allow
             log.exception("the approver failed")
             answer = denied(f"asking failed ({exc.__class__.__name__}: {exc}): treated as deny")
