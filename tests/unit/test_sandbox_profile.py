@@ -11,7 +11,7 @@ import pytest
 from tether.core.config import SandboxSettings
 from tether.core.sandbox import BackendStatus, RunRequest, probe, select_runner
 from tether.core.sandbox.bwrap import bwrap_args
-from tether.core.sandbox.firejail import firejail_args
+from tether.core.sandbox.firejail import firejail_args, kills_orphans
 from tether.core.sandbox.landlock import READ, WRITE_FILE, handled_fs, plan_rules
 from tether.core.sandbox.profile import (
     PLACEHOLDER_XATTR,
@@ -72,6 +72,19 @@ def test_firejail_has_the_seed_flags_and_a_read_only_root(tmp_path: Path) -> Non
     assert f"--whitelist={tmp_path}" in args
     assert args.index("--read-only=/") < args.index(f"--read-write={tmp_path}")
     assert args.index(f"--read-write={tmp_path}") < args.index(f"--read-only={tmp_path}/.git")
+
+
+@pytest.mark.parametrize(
+    ("version", "kills"),
+    [("0.9.72", True), ("0.9.68", True), ("0.10.0", True), ("0.9.66", False), ("0.9.64", False),
+     ("unknown", False), ("", False)],
+)  # fmt: skip
+def test_firejail_kills_left_behind_processes_where_it_can(tmp_path: Path, version: str, kills: bool) -> None:
+    """`--deterministic-shutdown` exists from 0.9.68; an older firejail would refuse to start."""
+    assert kills_orphans(version) is kills
+    args = firejail_args(_request(tmp_path), (), "firejail", shutdown=kills_orphans(version))
+    assert ("--deterministic-shutdown" in args) is kills
+    assert "--deterministic-exit-code" in args
 
 
 def test_firejail_refuses_paths_it_would_misparse(tmp_path: Path) -> None:

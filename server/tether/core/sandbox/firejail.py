@@ -47,6 +47,16 @@ def find_firejail() -> tuple[str, str] | None:
     return path, match.group(1) if match else "unknown"
 
 
+SHUTDOWN_SINCE = (0, 9, 68)
+"""The first firejail with `--deterministic-shutdown`; older ones refuse to start with it."""
+
+
+def kills_orphans(version: str) -> bool:
+    """Does this firejail take `--deterministic-shutdown` (orphans die when the command exits)?"""
+    numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    return numbers is not None and tuple(int(n) for n in numbers.groups()) >= SHUTDOWN_SINCE
+
+
 def _path_arg(path: Path) -> str:
     """Firejail splits some options on commas: refuse paths it would misread instead of guessing."""
     text = str(path)
@@ -62,6 +72,7 @@ def firejail_args(
     marker: StartMarker | None = None,
     *,
     tool_dirs: tuple[Path, ...] = (),
+    shutdown: bool = True,
 ) -> list[str]:
     ws = _path_arg(request.workspace)
     args = [
@@ -75,7 +86,7 @@ def firejail_args(
         "--caps.drop=all",
         "--nonewprivs",
         "--deterministic-exit-code",
-        "--deterministic-shutdown",  # else firejail waits for left-behind processes until the timeout
+        *(["--deterministic-shutdown"] if shutdown else []),  # else left-behind processes hold the call
         "--keep-var-tmp",  # else a workspace under /var/tmp would be hidden (it is read-only anyway)
         f"--whitelist={ws}",
         "--read-only=/",
@@ -141,7 +152,14 @@ class FirejailRunner(Runner):
         protected = () if request.read_only_workspace else request.protected
         with pinned_protected(request.workspace, protected) as pinned, StartMarker() as marker:
             tool_dirs = tuple(tool_dirs_in_private_tmp(env["PATH"], request.workspace))
-            args = firejail_args(request, pinned.paths, self.binary, marker, tool_dirs=tool_dirs)
+            args = firejail_args(
+                request,
+                pinned.paths,
+                self.binary,
+                marker,
+                tool_dirs=tool_dirs,
+                shutdown=kills_orphans(self.version),
+            )
             spawn = Spawn(
                 argv=args,
                 env=env,
