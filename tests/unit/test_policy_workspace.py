@@ -238,3 +238,63 @@ def test_a_tilde_denial_does_not_tell_the_model_where_home_is(workspace: Path) -
         decision = decide(command, "read", workspace, PolicySettings())
         assert decision.rule == "path.outside_workspace"
         assert os.path.expanduser("~") not in decision.reason + (decision.suggestion or "")
+
+
+# --- git under the person's rules: a rule never lets git run a program ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "rule"),
+    [
+        ("git commit -m x", "allowed.user_rule"),
+        ("git -C . commit -m x", "allowed.user_rule"),
+        ("git --no-pager commit -m x", "allowed.user_rule"),
+        ("git -c core.fsmonitor=./evil commit -m x", "git.global_option"),  # matched `git commit`
+        ("git -c core.hooksPath=h commit -m x", "git.global_option"),
+        ("git --exec-path=. commit -m x", "git.global_option"),
+        ("git --git-dir=fake commit -m x", "git.global_option"),
+    ],
+)
+def test_an_allow_rule_for_git_does_not_reach_past_global_options(
+    command: str, rule: str, workspace: Path
+) -> None:
+    settings = PolicySettings(rules=(_rule(["git", "commit"], "allow", "user"),))
+    assert decide(command, "command", workspace, settings).rule == rule
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git rebase --exec=./evil HEAD~1",
+        "git rebase --exe ./evil HEAD~1",  # git takes an unambiguous prefix
+        "git rebase -x ./evil HEAD~1",
+        "git rebase -x./evil HEAD~1",
+        "git rebase main --exec ./evil",
+    ],
+)
+def test_no_rule_allows_a_git_option_that_runs_a_program(command: str, workspace: Path) -> None:
+    assert decide("git rebase main", "command", workspace, _rebase_allowed()).rule == "allowed.user_rule"
+    decision = decide(command, "command", workspace, _rebase_allowed())
+    assert (decision.verdict, decision.rule) == ("deny", "git.beyond_rules"), decision.reason
+    whitelisted = PolicySettings(extra_allowed=("git",))  # the whole program, by command_whitelist
+    assert decide(command, "command", workspace, whitelisted).rule == "git.beyond_rules"
+    assert decide("git -c x=y status", "command", workspace, whitelisted).rule == "git.beyond_rules"
+
+
+def _rebase_allowed() -> PolicySettings:
+    return PolicySettings(rules=(_rule(["git", "rebase"], "allow", "user"),))
+
+
+def test_a_glob_cannot_turn_a_denied_git_option_into_an_ask_or_past_a_rule(tmp_path: Path) -> None:
+    """`[-]-exec*` is what the question would show; bash runs `--exec=sh x` (a file of that name)."""
+    workspace = tmp_path.resolve()
+    (workspace / "--exec=sh x").write_text("")
+    plain = decide("git rebase --exec=sh HEAD~1", "command", workspace, PolicySettings())
+    assert plain.verdict == "deny"
+    globbed = decide("git rebase [-]-exec* HEAD~1", "command", workspace, PolicySettings())
+    assert globbed.verdict == "deny", globbed.reason  # was an ask
+    ruled = decide("git rebase [-]-exec* HEAD~1", "command", workspace, _rebase_allowed())
+    assert ruled.rule == "git.beyond_rules", ruled.reason
+    # a glob that expands to something askable still asks (`git add *.py`)
+    (workspace / "a.py").write_text("")
+    assert decide("git add *.py", "command", workspace, PolicySettings()).verdict == "ask"

@@ -53,6 +53,11 @@ class AskReason:
 
 def git_subcommand(argv: Sequence[str]) -> str | None:
     """`git [-C dir] [--no-pager] SUB …` → SUB; None when other global options come first."""
+    at = _git_subcommand_at(argv)
+    return argv[at] if at is not None else None
+
+
+def _git_subcommand_at(argv: Sequence[str]) -> int | None:
     i = 1
     while i < len(argv) and argv[i].startswith("-"):
         if argv[i] == "-C" and i + 1 < len(argv):
@@ -61,7 +66,27 @@ def git_subcommand(argv: Sequence[str]) -> str | None:
             i += 1
         else:
             return None
-    return argv[i] if i < len(argv) else None
+    return i if i < len(argv) else None
+
+
+def git_plain(argv: Sequence[str]) -> list[str]:
+    """`git -C dir --no-pager commit …` → `git commit …`: the form an *allow* rule is matched on.
+    Any other global option (`-c`, `--exec-path`, `--git-dir`, …) is kept, so a rule allowing
+    `git commit` never allows `git -c core.fsmonitor=… commit`."""
+    at = _git_subcommand_at(argv)
+    return [argv[0], *argv[at:]] if at is not None else list(argv)
+
+
+def git_beyond_rules(argv: Sequence[str]) -> str | None:
+    """Why no rule may allow this git command, or None: a global option other than `-C` and
+    `--no-pager`, or an option whose value git runs as a program (`rebase --exec`, `fetch
+    --upload-pack`, `submodule foreach`). A rule's decision never lets a command escape."""
+    at = _git_subcommand_at(argv)
+    if at is None:
+        return "a git global option other than -C and --no-pager (it can make git run programs)"
+    if _git_runs_a_program(argv[at], argv[at + 1 :]):
+        return f"an option of `git {argv[at]}` that makes git run a program"
+    return None
 
 
 _RUNS_PROGRAMS = ("--upload-pack", "--receive-pack", "--exec", "--config", "--template", "--separate-git-dir")

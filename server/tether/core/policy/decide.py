@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from tether.core.policy.asks import ask_for, workspace_program
+from tether.core.policy.asks import ask_for, git_beyond_rules, git_plain, workspace_program
 from tether.core.policy.lex import Word
 from tether.core.policy.parse import parse
 from tether.core.policy.paths import PathCheck, bare_repository_trap, check_path, resolve_checked
@@ -317,6 +317,10 @@ def _check_command(
         if _prefix(words, argv) or (name == "git" and _prefix(words, _git_normalized(argv))):
             raise Deny("user.denied", f"`{' '.join(words)}` is denied by your configuration", program=name)
     data_rule = strictest(settings.rules, *((argv, _git_normalized(argv)) if name == "git" else (argv,)))
+    if data_rule is not None and data_rule.decision == "allow" and name == "git":
+        # deny and ask rules see git without any global option; an allow rule only without -C and
+        # --no-pager: `git commit` must not allow `git -c core.fsmonitor=… commit`
+        data_rule = strictest(settings.rules, argv, git_plain(argv))
     if data_rule is not None and data_rule.decision == "deny":
         raise Deny(data_rule.id, data_rule.reason(), program=name)
     ask: Ask | None = None
@@ -330,6 +334,15 @@ def _check_command(
         any(_prefix(_words(r), argv) for r in settings.extra_allowed)
         or (data_rule is not None and data_rule.decision == "allow")
     )
+    if user_rule and name == "git":
+        beyond = git_beyond_rules(argv)
+        if beyond is not None:
+            raise Deny(
+                "git.beyond_rules",
+                f"`{' '.join(literal_argv)}` uses {beyond}: no rule can allow that",
+                "drop the option; a rule allowing the subcommand then applies",
+                program=name,
+            )
     program = PROGRAMS.get(name)
     if name in NETWORK_CLIENTS and settings.network_enabled and mode != "read":
         # through the proxy, which checks every host (docs/network.md); files they name stay inside
@@ -348,7 +361,7 @@ def _check_command(
         try:
             parsed = program.check(expanded, "command" if mode == "workspace" else mode)
         except Deny as deny:
-            ask = _asked_instead(deny, literal_argv, mode)
+            ask = _asked_instead(deny, literal_argv, mode, argv)
             if ask is None and not (mode == "workspace" and _sandbox_contains(name, deny)):
                 raise
             _generic_paths(expanded, workspace, settings, base, write=True)
@@ -364,7 +377,7 @@ def _check_command(
             if name == "git":
                 _git_trap(parsed.values, workspace, base)
     else:
-        ask = _asked_instead(_refusal(name, expanded), literal_argv, mode)
+        ask = _asked_instead(_refusal(name, expanded), literal_argv, mode, argv)
         if ask is None and not (mode == "workspace" and name not in NEVER_IN_WORKSPACE):
             raise _refusal(name, expanded)
         _generic_paths(expanded, workspace, settings, base, write=True)
@@ -478,12 +491,19 @@ def _refusal(name: str, expanded: Sequence[str]) -> Deny:
     )
 
 
-def _asked_instead(deny: Deny, argv: tuple[str, ...], mode: Mode) -> Ask | None:
-    """A refusal the person may overrule (git state, package installs), outside read mode."""
+def _asked_instead(deny: Deny, argv: tuple[str, ...], mode: Mode, expanded: Sequence[str]) -> Ask | None:
+    """A refusal the person may overrule (git state, package installs), outside read mode.
+
+    The question shows the command as written (`argv`); what bash will run (`expanded`, after the
+    globs) must be askable too: `git rebase [-]-exec* HEAD~1` expands to `--exec=…` when a file of
+    that name exists, and an option that runs a program stays denied, never asked.
+    """
     if mode == "read" or deny.rule.startswith(("path.", "git.global_option", "git.bare_repository")):
         return None
     reason = ask_for(argv)
-    return Ask(argv, reason.rule, reason.reason) if reason is not None else None
+    if reason is None or ask_for(expanded) is None:
+        return None
+    return Ask(argv, reason.rule, reason.reason)
 
 
 def _sandbox_contains(name: str, deny: Deny) -> bool:
