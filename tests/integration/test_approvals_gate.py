@@ -234,19 +234,7 @@ def test_a_git_commit_always_allowed_runs_like_one_approved(
     (its hooks and config still read-only), not a commit that fails on a read-only index.lock."""
     monkeypatch.setenv("TETHER_MANAGED_CONFIG", str(tmp_path / "no-managed.toml"))
     user_config = tmp_path / "config.toml"
-    workspace = tmp_path / "ws"
-    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    for key, value in (("user.name", "t"), ("user.email", "t@t")):
-        subprocess.run(["git", "-C", str(workspace), "config", key, value], check=True)
-
-    def commits() -> int:
-        out = subprocess.run(
-            ["git", "-C", str(workspace), "rev-list", "--all", "--count"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return int(out.stdout.strip() or 0)
+    workspace = _repository(tmp_path)
 
     def run(approver: Any, name: str) -> Any:
         session = open_session(
@@ -263,7 +251,7 @@ def test_a_git_commit_always_allowed_runs_like_one_approved(
     assert second.state == "executed", second.text
     assert second.verdict is not None
     assert second.verdict.rule == "allowed.user_rule"
-    assert commits() == 2
+    assert _head_commits(workspace) == 2
 
 
 def test_a_user_rule_for_another_program_keeps_git_read_only(
@@ -282,3 +270,72 @@ def test_a_user_rule_for_another_program_keeps_git_read_only(
     assert result.verdict is not None
     assert result.verdict.rule == "allowed.user_rule", result.text
     assert not (workspace / ".git" / "planted").exists()
+
+
+def _repository(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    for key, value in (("user.name", "t"), ("user.email", "t@t")):
+        subprocess.run(["git", "-C", str(workspace), "config", key, value], check=True)
+    (workspace / "Makefile").write_text("lint:\n\ttouch .git/planted\n", encoding="utf-8")
+    return workspace
+
+
+def _head_commits(workspace: Path) -> int:
+    out = subprocess.run(
+        ["git", "-C", str(workspace), "rev-list", "--all", "--count"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip() or 0)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "make lint && git commit --allow-empty -q -m x",
+        "git commit --allow-empty -q -m x; make lint",
+        "git commit --allow-empty -q -m x | make lint",
+    ],
+)
+def test_an_asked_git_command_never_shares_a_writable_git_with_another_program(
+    tmp_path: Path, command: str
+) -> None:
+    """Refused before anyone is asked: `make` would run with `.git` writable (objects, refs)."""
+    workspace = _repository(tmp_path)
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call("bash_command", {"command": command})
+    assert result.state == "denied", result.text
+    assert result.verdict is not None
+    assert result.verdict.rule == "git.state_with_programs"
+    assert "separate command" in result.text
+    assert approver.asked == []
+    assert not (workspace / ".git" / "planted").exists()
+    assert _head_commits(workspace) == 0
+    # beside read-only commands and cd it runs, once approved
+    ok = session.gate.call("bash_command", {"command": "ls && git commit --allow-empty -q -m y"})
+    assert ok.state == "executed", ok.text
+    assert _head_commits(workspace) == 1
+
+
+def test_a_git_rule_never_shares_a_writable_git_with_another_program(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule "Always allow" writes for `git commit` is no way around it either."""
+    monkeypatch.setenv("TETHER_MANAGED_CONFIG", str(tmp_path / "no-managed.toml"))
+    user_config = tmp_path / "config.toml"
+    user_config.write_text('[[rules]]\npattern = ["git", "commit"]\ndecision = "allow"\n', encoding="utf-8")
+    workspace = _repository(tmp_path)
+    session = open_session(workspace, FaceOverrides(permissions="command"), user_path=user_config)
+    result = session.gate.call("bash_command", {"command": "git commit --allow-empty -q -m x; make lint"})
+    assert result.state == "denied", result.text
+    assert result.verdict is not None
+    assert result.verdict.rule == "git.state_with_programs"
+    assert not (workspace / ".git" / "planted").exists()
+    hooks = session.gate.call(
+        "bash_command", {"command": "git -c core.hooksPath=h commit --allow-empty -q -m x"}
+    )
+    assert hooks.state == "denied"
+    assert _head_commits(workspace) == 0

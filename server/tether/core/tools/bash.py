@@ -287,21 +287,50 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
 
 
 def _changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd: Path) -> bool:
-    """May this command change the repository's state with the person's leave? Either the policy
-    asks about a git segment (the gate asks before it runs), or the person's own rule allowed a git
-    segment the built-in rules would not run: "Always allow" on `git commit` wrote such a rule, and
-    the commit must then work as it did when approved once."""
-    if any(a.argv and a.argv[0] == "git" for a in decision.asks):
-        return True
-    if decision.rule != "allowed.user_rule":
-        return False
+    """May this command change the repository's state with the person's leave? Then `.git` is
+    writable in the sandbox (but for GIT_KEPT_READ_ONLY).
+
+    Either the policy asks about a git segment (the gate asks before it runs), or the person's own
+    rule allowed a git segment that git's built-in rules would ask about: "Always allow" on `git
+    commit` wrote such a rule, and the commit must then work as it did when approved once. A
+    built-in *deny* is never opened this way (the policy refuses a rule that would allow an option
+    running a program). Git shares the writable `.git` only with `cd` and read-only commands: a
+    program in the same command (`make lint && git commit`) could delete the repository's objects,
+    which no checkpoint restores — refused, with how to split it.
+    """
+    asked = any(a.argv and a.argv[0] == "git" for a in decision.asks)
     policy = config.policy
-    builtin = replace(policy, extra_allowed=(), rules=tuple(r for r in policy.rules if r.decision != "allow"))
-    return any(
-        s.argv[0] == "git" and not decide_argv(s.argv, "command", ws, builtin, cwd=cwd).allowed
-        for s in decision.segments
-        if s.argv
-    )
+    if not asked:
+        if decision.rule != "allowed.user_rule":
+            return False
+        strict_rules = tuple(r for r in policy.rules if r.decision != "allow")
+        builtin = replace(policy, extra_allowed=(), rules=strict_rules)
+        if not any(
+            s.argv[0] == "git" and decide_argv(s.argv, "command", ws, builtin, cwd=cwd).verdict == "ask"
+            for s in decision.segments
+            if s.argv
+        ):
+            return False
+    for segment in decision.segments:
+        name = segment.argv[0] if segment.argv else ""
+        if name in ("git", "cd") or decide_argv(segment.argv, "read", ws, policy, cwd=cwd).allowed:
+            continue
+        shown = " ".join(segment.argv)
+        raise PolicyDenied(
+            f"`{shown}` would run while `.git` is writable for the git command beside it",
+            Decision(
+                allowed=False,
+                rule="git.state_with_programs",
+                reason=(
+                    f"`{shown}` runs in the same command as a git command that changes the repository; "
+                    "it would share the write access to `.git` that git gets, and no checkpoint "
+                    "restores `.git`"
+                ),
+                suggestion=f"run `{shown}` in a separate command, then the git command on its own",
+                program=name,
+            ),
+        )
+    return True
 
 
 GIT_KEPT_READ_ONLY = ("hooks", "config", "info", "tether", "modules", "objects/info")
