@@ -171,9 +171,9 @@ async def test_an_ask_is_a_form_and_allow_once_runs_it(ws: Path, tmp_path: Path)
     form = person.forms[0]
     assert ASKED in form.message
     choice = form.requested_schema["properties"]["choice"]
-    assert [o["const"] for o in choice["oneOf"]] == ["allow_once", "allow_session", "allow_always", "deny"]
+    assert [o["const"] for o in choice["oneOf"]] == ["deny", "allow_once", "allow_session", "allow_always"]
     assert [o["title"] for o in choice["oneOf"]] == [
-        "Allow once", "Allow for this session", "Always allow", "Deny"
+        "Deny", "Allow once", "Allow for this session", "Always allow"
     ]  # fmt: skip
     assert choice["default"] == "deny"
     log = tether(ws, "log", "--json", home=tmp_path)
@@ -258,3 +258,37 @@ def test_an_answer_that_was_not_offered_denies() -> None:
     assert answer.choice == "deny"
     assert "not offered" in answer.reason
     assert elicited_answer(accept({"choice": "allow_once"}), offered).choice == "allow_once"  # type: ignore[arg-type]
+
+
+async def test_a_call_the_client_abandons_withdraws_its_question(ws: Path, tmp_path: Path) -> None:
+    """The client gives up waiting (its timeout sends notifications/cancelled) while the form is
+    open: the server withdraws the form and denies, so no late answer can run the command."""
+    import anyio
+
+    withdrawn = anyio.Event()
+
+    class Slow(Person):
+        async def __call__(self, context: Any, params: Any) -> Any:
+            self.forms.append(params)
+            try:
+                await anyio.sleep(30)
+            except anyio.get_cancelled_exc_class():
+                withdrawn.set()
+                raise
+            return accept({"choice": "allow_once"})
+
+    before = commits(ws)
+    person = Slow()
+    async with client(ws, tmp_path, "read,command", person) as session:
+        with pytest.raises(Exception, match=r"(?i)timed out"):
+            await session.call_tool("bash_command", {"command": ASKED}, read_timeout_seconds=0.5)
+        with anyio.fail_after(20):
+            await withdrawn.wait()
+        after = await session.call_tool("read_file", {"path": "README.md"})  # the session still works
+        assert not after.is_error
+    assert len(person.forms) == 1
+    assert commits(ws) == before
+    log = tether(ws, "log", "--json", home=tmp_path)
+    approvals = [e for e in map(json.loads, log.stdout.splitlines()) if e["tool"] == "approval"]
+    assert [e["result"]["choice"] for e in approvals] == ["deny"]
+    assert "cancelled" in approvals[0]["result"]["reason"]

@@ -51,6 +51,7 @@ def _run(args: argparse.Namespace) -> int:
 
 async def serve(session: Session) -> None:
     import asyncio
+    import threading
 
     import mcp_types as types
     from mcp.server.lowlevel import Server
@@ -72,7 +73,14 @@ async def serve(session: Session) -> None:
         arguments = params.arguments if params.arguments is not None else {}
         source = f"mcp:{client_name(ctx)}"
         approver = elicitation_approver(ctx, asyncio.get_running_loop())
-        result = await asyncio.to_thread(gate.call, params.name, arguments, source=source, approver=approver)
+        cancel = threading.Event()
+        try:
+            result = await asyncio.to_thread(
+                gate.call, params.name, arguments, source=source, approver=approver, cancel=cancel
+            )
+        except BaseException:  # the client cancelled the call: stop its command, withdraw its question
+            cancel.set()
+            raise
         return types.CallToolResult(
             content=[types.TextContent(text=model_text(result))],
             structured_content={"state": result.state, "result": result.result, "decision": result.decision},
@@ -151,13 +159,14 @@ def approval_form(offered: tuple[Choice, ...]) -> dict[str, Any]:
     """The form: one choice (titled, Deny preselected) and an optional message for the agent."""
     from tether.core.approvals import MAX_MESSAGE_CHARS, TITLES
 
+    deny_first = sorted(offered, key=lambda c: c != "deny")  # a client ignoring `default` picks the first
     return {
         "type": "object",
         "properties": {
             "choice": {
                 "type": "string",
                 "title": "Your answer",
-                "oneOf": [{"const": c, "title": TITLES[c]} for c in offered],
+                "oneOf": [{"const": c, "title": TITLES[c]} for c in deny_first],
                 "default": "deny",
             },
             "message": {
@@ -180,9 +189,9 @@ def elicited_answer(result: Any, offered: tuple[Choice, ...]) -> ApprovalAnswer:
         return ApprovalAnswer("deny")
     if action != "accept":
         return denied("the question was dismissed without an answer: treated as deny")
-    answer = parse_answer(getattr(result, "content", None))
+    answer = parse_answer(getattr(result, "content", None), "the MCP client")
     if answer.choice not in offered:
-        return denied(f"the client answered {answer.choice!r}, which was not offered: treated as deny")
+        return denied(f"the MCP client answered {answer.choice!r}, which was not offered: treated as deny")
     return answer
 
 

@@ -175,13 +175,13 @@ def await_answer(
 MAX_MESSAGE_CHARS = 4000
 
 
-def parse_answer(raw: Any) -> ApprovalAnswer:
+def parse_answer(raw: Any, who: str = "the editor") -> ApprovalAnswer:
     """A client's JSON answer; anything but `{"choice": <one of four>, "message"?: str}` is deny."""
     if not isinstance(raw, Mapping):
-        return denied(f"the editor's answer was not an object ({type(raw).__name__}): treated as deny")
+        return denied(f"{who}'s answer was not an object ({type(raw).__name__}): treated as deny")
     choice = raw.get("choice")
     if choice not in CHOICES:
-        return denied(f"the editor answered {choice!r}, not one of {', '.join(CHOICES)}: treated as deny")
+        return denied(f"{who} answered {choice!r}, not one of {', '.join(CHOICES)}: treated as deny")
     message = raw.get("message")
     if message is not None and not isinstance(message, str):
         message = None
