@@ -16,6 +16,7 @@ from tether.core.approvals import (
     SessionAllowances,
     choice_for_title,
     parse_answer,
+    session_pattern,
 )
 
 
@@ -159,3 +160,27 @@ def test_await_answer_fails_closed_and_says_why() -> None:
     failed = wait(broken)
     assert failed.choice == "deny"
     assert "the editor answered with an error (boom)" in failed.reason
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("git", "-C", "sub", "commit", "-m", "x"),
+        ("git", "--no-pager", "commit"),
+        ("git", "commit", "-m", "x"),
+    ],
+)
+def test_one_approved_git_command_stands_for_its_subcommand_not_for_git(argv: tuple[str, ...]) -> None:
+    """`git -C sub commit` allowed "always" wrote the rule `git` (every git command) before."""
+    from tether.core.policy.ruleset import command_argvs, example_failures, rule_for_segment
+
+    assert session_pattern(argv) == ("git", "commit")
+    rule = rule_for_segment(argv, "approved")
+    assert rule.pattern == ("git", "commit")
+    assert example_failures(rule, command_argvs) == []  # the rule loads again
+    allowances = SessionAllowances()
+    allowances.add([session_pattern(argv)])
+    assert allowances.covers(("git", "-C", "other", "commit", "-m", "y"))
+    assert allowances.covers(("git", "commit"))
+    assert not allowances.covers(("git", "-C", "sub", "push"))
+    assert not allowances.covers(("git", "-c", "core.hooksPath=h", "commit"))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from tether.core.policy.asks import git_plain
 from tether.core.policy.ruleset import subcommand_prefix
 from tether.core.policy.types import Ask
 
@@ -214,9 +215,9 @@ class SessionAllowances:
             self._patterns.update(p for p in patterns if p)
 
     def covers(self, argv: Sequence[str]) -> bool:
-        words = tuple(argv)
+        forms = {tuple(argv), tuple(git_plain(argv)) if argv and argv[0] == "git" else tuple(argv)}
         with self._lock:
-            return any(words[: len(p)] == p for p in self._patterns)
+            return any(words[: len(p)] == p for p in self._patterns for words in forms)
 
     def to_json(self) -> list[list[str]]:
         with self._lock:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from tether.core.policy.asks import git_plain
 from tether.core.policy.parse import parse
 from tether.core.policy.types import Deny
 from tether.core.policy.walk import walk
@@ -206,18 +207,22 @@ def rule_for_segment(argv: Sequence[str], justification: str) -> Rule:
     not). A first argument that is an option or a path is no subcommand: `./build.sh --fast` →
     `./build.sh`. The approved command is the rule's `match` example.
     """
+    plain = git_plain(argv) if argv and argv[0] == "git" else argv
     return Rule(
-        pattern=tuple(subcommand_prefix(argv)),
+        pattern=tuple(subcommand_prefix(plain)),
         decision="allow",
         justification=justification,
-        match=(" ".join(argv),),
+        match=(" ".join(plain),),
         source=RuleSource("user"),
     )
 
 
 def subcommand_prefix(argv: Sequence[str]) -> tuple[str, ...]:
-    """The program and, when it has one, its subcommand: what one approval stands for."""
-    words = tuple(argv)
+    """The program and, when it has one, its subcommand: what one approval stands for.
+
+    For git, after `-C DIR` and `--no-pager` (`git -C sub commit` → `git commit`): an approval of
+    one commit must not become a rule for every git command."""
+    words = tuple(git_plain(argv) if argv and argv[0] == "git" else argv)
     if len(words) >= 2 and words[1] and not words[1].startswith("-") and "/" not in words[1]:
         return words[:2]
     return words[:1]
