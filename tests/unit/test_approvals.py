@@ -184,3 +184,15 @@ def test_one_approved_git_command_stands_for_its_subcommand_not_for_git(argv: tu
     assert allowances.covers(("git", "commit"))
     assert not allowances.covers(("git", "-C", "sub", "push"))
     assert not allowances.covers(("git", "-c", "core.hooksPath=h", "commit"))
+
+
+def test_an_approved_module_install_stands_for_the_install_not_for_python() -> None:
+    """ "Always allow" on `python3 -m pip install requests` wrote the rule `python3` before."""
+    from tether.core.policy.ruleset import command_argvs, example_failures, rule_for_segment
+
+    argv = ("python3", "-m", "pip", "install", "requests")
+    assert session_pattern(argv) == ("python3", "-m", "pip", "install")
+    rule = rule_for_segment(argv, "approved")
+    assert example_failures(rule, command_argvs) == []
+    assert not rule.matches(("python3", "-c", "print(1)"))
+    assert session_pattern(("python3", "-m", "pytest")) == ("python3", "-m", "pytest")

@@ -270,6 +270,8 @@ def test_an_allow_rule_for_git_does_not_reach_past_global_options(
         "git rebase -x ./evil HEAD~1",
         "git rebase -x./evil HEAD~1",
         "git rebase main --exec ./evil",
+        "git rebase -fx ./evil HEAD~1",  # a cluster: --force-rebase --exec ./evil
+        "git rebase -ix./evil HEAD~1",
     ],
 )
 def test_no_rule_allows_a_git_option_that_runs_a_program(command: str, workspace: Path) -> None:
@@ -298,3 +300,33 @@ def test_a_glob_cannot_turn_a_denied_git_option_into_an_ask_or_past_a_rule(tmp_p
     # a glob that expands to something askable still asks (`git add *.py`)
     (workspace / "a.py").write_text("")
     assert decide("git add *.py", "command", workspace, PolicySettings()).verdict == "ask"
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        (["git", "difftool"], "git difftool -x ./evil"),
+        (["git", "difftool"], "git difftool --extcmd=./evil"),
+        (["git", "bisect"], "git bisect run ./evil"),
+        (["git", "filter-branch"], "git filter-branch --tree-filter ./evil"),
+        (["git", "clone"], "git clone -c core.fsmonitor=./evil https://example.com/x"),
+        (["git", "fetch"], "git fetch -qu ./evil origin"),
+        (["git", "config"], "git config core.pager ./evil"),
+    ],
+)
+def test_more_git_options_that_run_programs_stay_beyond_rules(
+    rule: list[str], command: str, workspace: Path
+) -> None:
+    settings = PolicySettings(rules=(_rule(rule, "allow", "user"),))
+    assert decide(command, "command", workspace, settings).rule == "git.beyond_rules"
+
+
+def test_an_ask_in_any_directory_a_segment_may_run_in_counts(tmp_path: Path) -> None:
+    """After `cd sub | cat` bash is still in the root (a pipeline's subshell): the root's expansion
+    of `[-n]*` is `newbranch`, an ask; checking only the last possible directory allowed it."""
+    ws = tmp_path.resolve()
+    (ws / "sub").mkdir()
+    (ws / "newbranch").write_text("")
+    (ws / "sub" / "-a").write_text("")
+    decision = decide("cd sub | cat; git branch [-n]*", "command", ws, PolicySettings())
+    assert decision.verdict == "ask", decision.reason

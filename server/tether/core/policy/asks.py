@@ -89,22 +89,34 @@ def git_beyond_rules(argv: Sequence[str]) -> str | None:
     return None
 
 
-_RUNS_PROGRAMS = ("--upload-pack", "--receive-pack", "--exec", "--config", "--template", "--separate-git-dir")
+_RUNS_PROGRAMS = (
+    "--upload-pack", "--receive-pack", "--exec", "--config", "--template", "--separate-git-dir",
+    "--extcmd", "--tree-filter", "--index-filter", "--env-filter", "--msg-filter", "--commit-filter",
+    "--parent-filter", "--tag-name-filter",
+)  # fmt: skip
 """git options whose value is a program (or config that names one): git accepts any unambiguous
 prefix (`--upload-pa=sh`), so a prefix of one of these keeps the command denied, never asked."""
-_SHORT_RUNS: dict[str, tuple[str, ...]] = {
-    "fetch": ("-u",), "pull": ("-u",), "clone": ("-u",), "ls-remote": ("-u",), "rebase": ("-x",),
+_SHORT_RUNS: dict[str, str] = {
+    "fetch": "u", "pull": "u", "clone": "uc", "ls-remote": "u", "rebase": "x", "difftool": "x",
 }  # fmt: skip
+"""Short options whose value is a program, per subcommand. Checked in every cluster of short
+options, letter by letter, as git reads them: `rebase -fx CMD` is `--force-rebase --exec CMD`."""
+_RUNS_SUBCOMMANDS = frozenset({"filter-branch", "mergetool", "config"})
+"""Subcommands that run programs (or set config that names them) whatever their options."""
 
 
 def _git_runs_a_program(sub: str, args: Sequence[str]) -> bool:
+    letters = _SHORT_RUNS.get(sub, "")
     for arg in args:
         name = arg.split("=", 1)[0]
         if name.startswith("--") and len(name) > 3 and any(full.startswith(name) for full in _RUNS_PROGRAMS):
             return True
-        if any(arg.startswith(short) for short in _SHORT_RUNS.get(sub, ())):
-            return True
-    return sub == "submodule" and "foreach" in args
+        cluster = arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
+        if any(c in letters for c in cluster):
+            return True  # may also catch a letter inside an attached value: refused, never allowed
+    if sub in _RUNS_SUBCOMMANDS:
+        return True
+    return (sub == "submodule" and "foreach" in args) or (sub == "bisect" and "run" in args)
 
 
 def ask_for(argv: Sequence[str]) -> AskReason | None:

@@ -184,12 +184,12 @@ def _decide(command: str, mode: Mode, workspace: Path, settings: PolicySettings,
             bases = _cd(raw, bases, workspace, settings)
             needs_shell = True
             continue
-        for where in bases:
+        for where in bases:  # every directory it may run in: each one's ask counts
             segment, user, ask = _check_command(raw, mode, workspace, settings, where)
+            if ask is not None and ask not in asks:
+                asks.append(ask)
+            user_rule = user_rule or user
         segments.append(segment)
-        if ask is not None and ask not in asks:
-            asks.append(ask)
-        user_rule = user_rule or user
         needs_shell = needs_shell or bool(raw.redirects) or any(w.glob or w.tilde for w in raw.args)
     if asks:
         return _asking(mode, tuple(segments), tuple(asks), needs_shell=needs_shell, settings=settings)

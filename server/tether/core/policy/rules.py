@@ -83,6 +83,8 @@ RULES: dict[str, str] = {
     "git.bare_repository": "git would run in a directory laid out as a bare repo (its config runs code)",
     "git.beyond_rules": "a rule allows the git command, but it has an option no rule may allow (-c, --exec)",
     "git.state_with_programs": "a program in the same command as a git command given a writable .git",
+    "git.nested_repository": "a git command given a writable .git that would work on another repository",
+    "git.local_remote": "a git command given a writable .git that names a local path as its remote",
     "go.subcommand": "a go subcommand outside build/test/run/vet/list/mod(safe)/version/env",
     "network.download_and_run": "a shell or interpreter after curl/wget in the same command (`curl … | sh`)",
     "network.scheme": "curl/wget with a non-http(s) scheme (file:, gopher://) or a URL file option (-K)",

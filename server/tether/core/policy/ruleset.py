@@ -223,6 +223,9 @@ def subcommand_prefix(argv: Sequence[str]) -> tuple[str, ...]:
     For git, after `-C DIR` and `--no-pager` (`git -C sub commit` → `git commit`): an approval of
     one commit must not become a rule for every git command."""
     words = tuple(git_plain(argv) if argv and argv[0] == "git" else argv)
+    if len(words) >= 3 and words[1] == "-m":  # `python3 -m pip install x` → `python3 -m pip install`
+        module = words[:3]
+        return module + words[3:4] if len(words) >= 4 and not words[3].startswith("-") else module
     if len(words) >= 2 and words[1] and not words[1].startswith("-") and "/" not in words[1]:
         return words[:2]
     return words[:1]
