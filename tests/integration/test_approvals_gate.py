@@ -339,3 +339,47 @@ def test_a_git_rule_never_shares_a_writable_git_with_another_program(
     )
     assert hooks.state == "denied"
     assert _head_commits(workspace) == 0
+
+
+def test_a_glob_beside_an_asked_git_command_is_refused(tmp_path: Path) -> None:
+    """`find [-]delete` reads as a harmless pattern; with a file named `-delete` bash runs
+    `find -delete`, which would empty `.git` while the commit has it writable."""
+    workspace = _repository(tmp_path)
+    (workspace / "-delete").write_text("")
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="workspace"), approver=approver)
+    command = "find [-]delete; git commit --allow-empty -q -m x"
+    result = session.gate.call("bash_command", {"command": command})
+    assert result.verdict is not None
+    assert result.verdict.rule == "git.state_with_programs", result.text
+    assert approver.asked == []
+    assert (workspace / ".git" / "HEAD").exists()
+
+
+def test_git_with_a_writable_git_works_only_on_the_workspaces_repository(tmp_path: Path) -> None:
+    """A nested repository (a `.git` file pointing at a gitdir whose config names a diff program)
+    or a local path as remote would have git obey a config nobody checked, with `.git` writable."""
+    workspace = _repository(tmp_path)
+    gitdir = f"--separate-git-dir={workspace / 'gd'}"
+    subprocess.run(["git", "init", "-q", gitdir, str(workspace / "sub")], check=True)
+    with open(workspace / "gd" / "config", "a", encoding="utf-8") as config:
+        config.write("[diff]\n\texternal = \"sh -c 'touch ../.git/planted' --\"\n")
+    (workspace / "evil").mkdir()
+    subprocess.run(["git", "init", "-q", "--bare", str(workspace / "evil")], check=True)
+    approver = Recorder(*[ApprovalAnswer("allow_once")] * 7)
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    for command, rule in [
+        ("git commit --allow-empty -q -m x && git -C sub diff", "git.nested_repository"),
+        ("cd sub && git commit --allow-empty -q -m x", "git.nested_repository"),
+        ("git -C s* commit --allow-empty -q -m x", "git.nested_repository"),
+        ("git push ./evil HEAD:refs/heads/main", "git.local_remote"),
+        ("git push evil HEAD:refs/heads/main", "git.local_remote"),
+        ("git remote add mine ./evil", "git.local_remote"),
+        ("git remote add mine file:evil", "git.local_remote"),
+    ]:
+        result = session.gate.call("bash_command", {"command": command})
+        assert result.verdict is not None
+        assert result.verdict.rule == rule, (command, result.text)
+    assert approver.asked == []
+    assert not (workspace / ".git" / "planted").exists()
+    assert _head_commits(workspace) == 0

@@ -30,6 +30,7 @@ from tether.core.sandbox.base import RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
 from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
+from tether.core.tools.git_state import changes_git_state
 from tether.core.tools.git_tool import commit_identity
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
 from tether.errors import PolicyDenied, SandboxUnavailable, ToolInputError
@@ -264,7 +265,7 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
             raise PolicyDenied("bash_command: the policy returned no single command to run", decision)
         argv, script, display = decision.segments[0].argv, None, command
     sandbox = ctx.config.sandbox
-    git_state = _changes_git_state(decision, ws, ctx.config, cwd)
+    git_state = changes_git_state(decision, ws, ctx.config, cwd)
     return Plan(
         display=display,
         original=original if raw_args is None else shlex.join([original, *raw_args]),
@@ -284,53 +285,6 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
         env_passthrough=sandbox.env_passthrough,
         max_parallel=sandbox.max_parallel,
     )
-
-
-def _changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd: Path) -> bool:
-    """May this command change the repository's state with the person's leave? Then `.git` is
-    writable in the sandbox (but for GIT_KEPT_READ_ONLY).
-
-    Either the policy asks about a git segment (the gate asks before it runs), or the person's own
-    rule allowed a git segment that git's built-in rules would ask about: "Always allow" on `git
-    commit` wrote such a rule, and the commit must then work as it did when approved once. A
-    built-in *deny* is never opened this way (the policy refuses a rule that would allow an option
-    running a program). Git shares the writable `.git` only with `cd` and read-only commands: a
-    program in the same command (`make lint && git commit`) could delete the repository's objects,
-    which no checkpoint restores — refused, with how to split it.
-    """
-    asked = any(a.argv and a.argv[0] == "git" for a in decision.asks)
-    policy = config.policy
-    if not asked:
-        if decision.rule != "allowed.user_rule":
-            return False
-        strict_rules = tuple(r for r in policy.rules if r.decision != "allow")
-        builtin = replace(policy, extra_allowed=(), rules=strict_rules)
-        if not any(
-            s.argv[0] == "git" and decide_argv(s.argv, "command", ws, builtin, cwd=cwd).verdict == "ask"
-            for s in decision.segments
-            if s.argv
-        ):
-            return False
-    for segment in decision.segments:
-        name = segment.argv[0] if segment.argv else ""
-        if name in ("git", "cd") or decide_argv(segment.argv, "read", ws, policy, cwd=cwd).allowed:
-            continue
-        shown = " ".join(segment.argv)
-        raise PolicyDenied(
-            f"`{shown}` would run while `.git` is writable for the git command beside it",
-            Decision(
-                allowed=False,
-                rule="git.state_with_programs",
-                reason=(
-                    f"`{shown}` runs in the same command as a git command that changes the repository; "
-                    "it would share the write access to `.git` that git gets, and no checkpoint "
-                    "restores `.git`"
-                ),
-                suggestion=f"run `{shown}` in a separate command, then the git command on its own",
-                program=name,
-            ),
-        )
-    return True
 
 
 GIT_KEPT_READ_ONLY = ("hooks", "config", "info", "tether", "modules", "objects/info")

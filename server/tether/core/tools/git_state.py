@@ -1,0 +1,169 @@
+"""When `bash_command` may give git a writable `.git`, and what git may do with it.
+
+Why a module of its own: `.git` is the one part of the workspace no checkpoint restores (its
+objects are the history), so the sandbox keeps it read-only — except for a git command the person
+allowed (asked, or their own rule). Then everything else in that command must be unable to use the
+write access: no other program but read-only ones, no glob whose expansion nobody checked, and git
+itself only on the workspace's own repository (a nested repository or a local "remote" brings its
+own config, whose filters and drivers run programs) — each refused with how to split the command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from tether.core.config import EffectiveConfig
+from tether.core.policy import Decision, decide_argv
+from tether.core.policy.asks import git_subcommand
+from tether.errors import PolicyDenied
+
+_GLOB = frozenset("*?[")
+_REMOTE_SUBCOMMANDS = frozenset({"push", "fetch", "pull", "remote", "submodule"})
+
+
+def changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd: Path) -> bool:
+    """May this command change the repository's state with the person's leave? Then `.git` is
+    writable in the sandbox (but for GIT_KEPT_READ_ONLY); PolicyDenied when the command around
+    that git command could abuse it.
+
+    Either the policy asks about a git segment (the gate asks before it runs), or the person's own
+    rule allowed a git segment that git's built-in rules would ask about: "Always allow" on `git
+    commit` wrote such a rule, and the commit must then work as it did when approved once. A
+    built-in *deny* is never opened this way (the policy refuses a rule that would allow an option
+    running a program).
+    """
+    asked = any(a.argv and a.argv[0] == "git" for a in decision.asks)
+    policy = config.policy
+    if not asked:
+        if decision.rule != "allowed.user_rule":
+            return False
+        strict_rules = tuple(r for r in policy.rules if r.decision != "allow")
+        builtin = replace(policy, extra_allowed=(), rules=strict_rules)
+        if not any(
+            s.argv[0] == "git" and decide_argv(s.argv, "command", ws, builtin, cwd=cwd).verdict == "ask"
+            for s in decision.segments
+            if s.argv
+        ):
+            return False
+    _only_git_beside(decision, ws, config, cwd)
+    _only_this_repository(decision, ws, cwd)
+    return True
+
+
+def _only_git_beside(decision: Decision, ws: Path, config: EffectiveConfig, cwd: Path) -> None:
+    """Git shares the writable `.git` only with `cd` and read-only commands: `make lint && git
+    commit` would let an agent-written Makefile delete the repository's objects."""
+    for segment in decision.segments:
+        name = segment.argv[0] if segment.argv else ""
+        if name in ("git", "cd"):
+            continue
+        # The read-mode check sees the words as written; a glob would be checked as its pattern, not
+        # what bash runs (`find [-]delete` with a file named `-delete`): no globs beside git here.
+        globbed = any(c in _GLOB for word in segment.argv for c in word)
+        if not globbed and decide_argv(segment.argv, "read", ws, config.policy, cwd=cwd).allowed:
+            continue
+        shown = " ".join(segment.argv)
+        raise _refusal(
+            "git.state_with_programs",
+            f"`{shown}` runs in the same command as a git command that changes the repository; it "
+            "would share the write access to `.git` that git gets, and no checkpoint restores `.git`",
+            f"run `{shown}` in a separate command, then the git command on its own",
+            name,
+        )
+
+
+def _only_this_repository(decision: Decision, ws: Path, cwd: Path) -> None:
+    """Every git segment works on the workspace's own repository, found from wherever it runs
+    (`cd`, `-C`): not a nested repository or a `.git` file pointing elsewhere, and not a local
+    path as remote (`git push ./other`) — their config is nobody's to trust, and git would obey
+    it (filters, drivers, `receive.denyCurrentBranch=updateInstead`) while `.git` is writable."""
+    root = Path(os.path.realpath(ws))
+    bases = [Path(os.path.realpath(cwd))]
+    for segment in decision.segments:
+        argv = list(segment.argv)
+        if not argv:
+            continue
+        if argv[0] == "cd":
+            target = argv[-1]
+            if any(c in _GLOB for c in target):
+                raise _nested(argv)
+            bases += [Path(os.path.realpath(base / target)) for base in bases]
+            continue
+        if argv[0] != "git":
+            continue
+        for base in bases:
+            start = _start_directory(argv, base)
+            if start is None or _repository_of(start, root) != root / ".git":
+                raise _nested(argv)
+            if _names_a_local_repository(argv, start):
+                raise _refusal(
+                    "git.local_remote",
+                    f"`{' '.join(argv)}` names a repository on this machine as its remote; git would "
+                    "obey that repository's config while `.git` is writable",
+                    "use a remote configured in your repository (origin), or run it yourself",
+                    "git",
+                )
+
+
+def _start_directory(argv: Sequence[str], base: Path) -> Path | None:
+    """Where git starts looking for its repository: `base`, then each `-C DIR` in turn."""
+    here = base
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] == "-C" and i + 1 < len(argv):
+            if any(c in _GLOB for c in argv[i + 1]):
+                return None
+            here = Path(os.path.realpath(here / argv[i + 1]))
+            i += 2
+        else:
+            i += 1
+    return here
+
+
+def _repository_of(start: Path, root: Path) -> Path | None:
+    """The `.git` git discovers from `start` (the first one on the way up), within `root`."""
+    here = start
+    while True:
+        if os.path.lexists(here / ".git"):
+            return here / ".git"
+        if here == root or root not in here.parents:
+            return None
+        here = here.parent
+
+
+def _names_a_local_repository(argv: Sequence[str], start: Path) -> bool:
+    """Push, fetch, pull, `remote add/set-url`, `submodule add` given a path or `file:` URL (or a
+    word naming a directory here) as the repository: any word after the subcommand, options'
+    values included, since which one git takes for the repository depends on its option parsing."""
+    sub = git_subcommand(argv)
+    if sub not in _REMOTE_SUBCOMMANDS:
+        return False
+    for word in argv[list(argv).index(sub) + 1 :]:
+        value = word.partition("=")[2] if word.startswith("-") else word
+        if not value:
+            continue
+        if value.startswith(("file:", "/", "./", "../", "~")) or value in (".", ".."):
+            return True
+        if "://" not in value and os.path.isdir(start / value):
+            return True
+    return False
+
+
+def _nested(argv: Sequence[str]) -> PolicyDenied:
+    return _refusal(
+        "git.nested_repository",
+        f"`{' '.join(argv)}` would work on another repository than the workspace's (a nested one, or "
+        "a directory that cannot be told before it runs); git would obey its config while `.git` is "
+        "writable",
+        "run git on the workspace's repository, from a directory written out without patterns",
+        "git",
+    )
+
+
+def _refusal(rule: str, reason: str, suggestion: str, program: str) -> PolicyDenied:
+    return PolicyDenied(
+        reason, Decision(allowed=False, rule=rule, reason=reason, suggestion=suggestion, program=program)
+    )
