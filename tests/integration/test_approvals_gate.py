@@ -383,3 +383,57 @@ def test_git_with_a_writable_git_works_only_on_the_workspaces_repository(tmp_pat
     assert approver.asked == []
     assert not (workspace / ".git" / "planted").exists()
     assert _head_commits(workspace) == 0
+
+
+_LINK_INTO_GIT = """diff --git a/notes.txt b/notes.txt
+new file mode 120000
+--- /dev/null
++++ b/notes.txt
+@@ -0,0 +1 @@
++.git/HEAD
+\\ No newline at end of file
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git apply fix.patch && git status --short > notes.txt",  # HEAD emptied: no repository left
+        "git apply fix.patch && echo ref: refs/heads/evil >> notes.txt",
+        "git apply fix.patch &> notes.txt",
+        "git checkout -q -b b && cd sub && git status",  # a directory it may have made a link
+        "git apply fix.patch && git -C sub status",
+    ],
+)
+def test_nothing_writes_through_a_link_a_git_command_just_made(tmp_path: Path, command: str) -> None:
+    """The policy checks paths before the command runs; `git apply` of the agent's patch can turn
+    `notes.txt` into a link to `.git/HEAD` (or `sub` into a link to another repository) meanwhile."""
+    workspace = _repository(tmp_path)
+    (workspace / "sub").mkdir()
+    (workspace / "fix.patch").write_text(_LINK_INTO_GIT, encoding="utf-8")
+    head = (workspace / ".git" / "HEAD").read_text()
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call("bash_command", {"command": command})
+    assert result.verdict is not None
+    assert result.verdict.rule == "git.state_redirect", result.text
+    assert approver.asked == []
+    assert (workspace / ".git" / "HEAD").read_text() == head
+    # output to /dev/null, 2>&1 and a pipe to a read-only command still run
+    fine = session.gate.call("bash_command", {"command": "git apply fix.patch 2>&1 | head -3 > /dev/null"})
+    assert fine.state == "executed", fine.text
+    assert (workspace / "notes.txt").is_symlink()
+    assert (workspace / ".git" / "HEAD").read_text() == head
+
+
+def test_a_directory_named_like_a_branch_is_no_local_remote(tmp_path: Path) -> None:
+    """`git push origin docs` with a `docs/` directory: a branch, not a repository on disk."""
+    workspace = _repository(tmp_path)
+    (workspace / "docs").mkdir()
+    approver = Recorder(ApprovalAnswer("deny"), ApprovalAnswer("deny"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    for command in ("git push origin docs", "git fetch origin docs"):
+        result = session.gate.call("bash_command", {"command": command})
+        assert result.verdict is not None
+        assert result.verdict.rule == "ask.git_state", result.text
+    assert len(approver.asked) == 2

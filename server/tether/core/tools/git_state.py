@@ -18,6 +18,7 @@ from pathlib import Path
 from tether.core.config import EffectiveConfig
 from tether.core.policy import Decision, decide_argv
 from tether.core.policy.asks import git_subcommand
+from tether.core.policy.types import Redirect
 from tether.errors import PolicyDenied
 
 _GLOB = frozenset("*?[")
@@ -49,8 +50,50 @@ def changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd
         ):
             return False
     _only_git_beside(decision, ws, config, cwd)
+    _nothing_through_new_links(decision)
     _only_this_repository(decision, ws, cwd)
     return True
+
+
+_WORK_TREE_WRITERS = frozenset(
+    {
+        "apply", "am", "checkout", "switch", "restore", "reset", "stash", "merge", "pull",
+        "cherry-pick", "revert", "mv", "rm", "worktree", "rebase", "clean", "submodule",
+    }
+)  # fmt: skip
+"""git subcommands that write the work tree: they may create symlinks (a patch, a branch can hold
+one), so paths checked before the command runs may lead elsewhere once they ran."""
+
+
+def _nothing_through_new_links(decision: Decision) -> None:
+    """The policy checked every path before the command ran; a git command that writes the work
+    tree can make one a symlink into `.git` meanwhile (`git apply fix.patch` adding `notes.txt ->
+    .git/HEAD`). So with `.git` writable: no redirect that writes (only `/dev/null`, `2>&1`, `>&2`
+    and input), and after such a git command no `cd` and no `git -C` (a directory it may have just
+    turned into a link to another repository)."""
+    rewritten = False
+    for segment in decision.segments:
+        argv = segment.argv
+        for redirect in segment.redirects:
+            if not _writes_a_file(redirect):
+                continue
+            raise _refusal(
+                "git.state_redirect",
+                f"`{' '.join(argv)} {redirect.op} {redirect.target}` writes a file in a command whose git "
+                "gets a writable `.git`; a git command may turn that file into a link into `.git` first",
+                "write the output in a separate command",
+                argv[0] if argv else "",
+            )
+        if rewritten and argv and (argv[0] == "cd" or (argv[0] == "git" and "-C" in argv[1:])):
+            raise _refusal(
+                "git.state_redirect",
+                f"`{' '.join(argv)}` comes after a git command that rewrites files, which may have made "
+                "its directory a link elsewhere",
+                "run it in a separate command",
+                argv[0],
+            )
+        if argv and argv[0] == "git" and git_subcommand(argv) in _WORK_TREE_WRITERS:
+            rewritten = True
 
 
 def _only_git_beside(decision: Decision, ws: Path, config: EffectiveConfig, cwd: Path) -> None:
@@ -73,6 +116,13 @@ def _only_git_beside(decision: Decision, ws: Path, config: EffectiveConfig, cwd:
             f"run `{shown}` in a separate command, then the git command on its own",
             name,
         )
+
+
+def _writes_a_file(redirect: Redirect) -> bool:
+    """`>`, `2>>`, `&>` to a file do; input (`<`), `2>&1`/`>&2` and `/dev/null` do not."""
+    op = redirect.op.lstrip("0123456789")
+    duplicates = op in (">&", "<&")
+    return not (op.startswith("<") or duplicates or redirect.target == "/dev/null")
 
 
 def _only_this_repository(decision: Decision, ws: Path, cwd: Path) -> None:
@@ -147,9 +197,18 @@ def _names_a_local_repository(argv: Sequence[str], start: Path) -> bool:
             continue
         if value.startswith(("file:", "/", "./", "../", "~")) or value in (".", ".."):
             return True
-        if "://" not in value and os.path.isdir(start / value):
-            return True
+        if "://" not in value and _looks_like_a_repository(start / value):
+            return True  # `git push evil` with no remote of that name pushes to ./evil
     return False
+
+
+def _looks_like_a_repository(path: Path) -> bool:
+    """A directory git would take as a repository: with a `.git`, or laid out bare. A plain
+    directory named like a branch (`git push origin docs`) is not one."""
+    if not path.is_dir():
+        return False
+    bare = (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
+    return bare or os.path.lexists(path / ".git")
 
 
 def _nested(argv: Sequence[str]) -> PolicyDenied:
