@@ -281,6 +281,17 @@ def _repository(tmp_path: Path) -> Path:
     return workspace
 
 
+def _refused_before_asking(workspace: Path, command: str, rule: str) -> Session:
+    """Run `command` with a person ready to allow it once: it must be refused by `rule` unasked."""
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call("bash_command", {"command": command})
+    assert result.verdict is not None
+    assert result.verdict.rule == rule, result.text
+    assert approver.asked == []
+    return session
+
+
 def _head_commits(workspace: Path) -> int:
     out = subprocess.run(
         ["git", "-C", str(workspace), "rev-list", "--all", "--count"],
@@ -412,12 +423,7 @@ def test_nothing_writes_through_a_link_a_git_command_just_made(tmp_path: Path, c
     (workspace / "sub").mkdir()
     (workspace / "fix.patch").write_text(_LINK_INTO_GIT, encoding="utf-8")
     head = (workspace / ".git" / "HEAD").read_text()
-    approver = Recorder(ApprovalAnswer("allow_once"))
-    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
-    result = session.gate.call("bash_command", {"command": command})
-    assert result.verdict is not None
-    assert result.verdict.rule == "git.state_redirect", result.text
-    assert approver.asked == []
+    session = _refused_before_asking(workspace, command, "git.state_redirect")
     assert (workspace / ".git" / "HEAD").read_text() == head
     # output to /dev/null, 2>&1 and a pipe to a read-only command still run
     fine = session.gate.call("bash_command", {"command": "git apply fix.patch 2>&1 | head -3 > /dev/null"})
@@ -437,3 +443,49 @@ def test_a_directory_named_like_a_branch_is_no_local_remote(tmp_path: Path) -> N
         assert result.verdict is not None
         assert result.verdict.rule == "ask.git_state", result.text
     assert len(approver.asked) == 2
+
+
+def _new_file_patch(name: str) -> str:
+    header = f"diff --git a/{name} b/{name}\nnew file mode 100644\n--- /dev/null\n+++ b/{name}\n"
+    return header + "@@ -0,0 +1 @@\n+x\n"
+
+
+_OLD_IS_GIT = (
+    "diff --git a/old b/old\nnew file mode 120000\n--- /dev/null\n+++ b/old\n"
+    "@@ -0,0 +1 @@\n+.git\n\\ No newline at end of file\n"
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git apply --cached track.patch && git apply swap.patch && git rm -r -f -q old",
+        "git apply swap.patch && git worktree add -q --detach old/commondir",
+        "git apply swap.patch && git clean -fdq old",
+    ],
+)
+def test_no_git_command_follows_a_link_an_earlier_one_just_made(tmp_path: Path, command: str) -> None:
+    """`git rm` unlinks the index's `old/HEAD` through `old -> .git` (made by the second patch);
+    `git worktree add` creates `.git/commondir` as a directory. git's checkout checks for links on
+    the way, these do not: after a work-tree writer they are refused."""
+    workspace = _repository(tmp_path)
+    (workspace / "track.patch").write_text(_new_file_patch("old/HEAD") + _new_file_patch("old/index"))
+    (workspace / "swap.patch").write_text(_OLD_IS_GIT)
+    _refused_before_asking(workspace, command, "git.state_redirect")
+    assert (workspace / ".git" / "HEAD").is_file()
+    assert not (workspace / ".git" / "commondir").exists()
+
+
+def test_a_linked_worktree_is_refused_before_asking_not_after(tmp_path: Path) -> None:
+    """Its `.git` is a file and its repository outside the workspace: the commit could only fail."""
+    main = _repository(tmp_path / "main")
+    subprocess.run(["git", "-C", str(main), "commit", "--allow-empty", "-q", "-m", "init"], check=True)
+    worktree = tmp_path / "wt"
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", "-b", "feat", str(worktree)], check=True)
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(worktree, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call("bash_command", {"command": "git commit --allow-empty -q -m x"})
+    assert result.verdict is not None
+    assert result.verdict.rule == "git.linked_worktree", result.text
+    assert "in a terminal" in result.text
+    assert approver.asked == []

@@ -49,6 +49,15 @@ def changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd
             if s.argv
         ):
             return False
+    if not (ws / ".git").is_dir() or (ws / ".git").is_symlink():
+        raise _refusal(
+            "git.linked_worktree",
+            "this workspace has no `.git` directory of its own (a linked worktree or a submodule "
+            "checkout has a `.git` file; a folder inside a bigger repository has none): the repository "
+            "lies outside the workspace, so the sandbox cannot let git change it",
+            "run this git command yourself, in a terminal",
+            "git",
+        )
     _only_git_beside(decision, ws, config, cwd)
     _nothing_through_new_links(decision)
     _only_this_repository(decision, ws, cwd)
@@ -63,6 +72,10 @@ _WORK_TREE_WRITERS = frozenset(
 )  # fmt: skip
 """git subcommands that write the work tree: they may create symlinks (a patch, a branch can hold
 one), so paths checked before the command runs may lead elsewhere once they ran."""
+_FOLLOW_LINKS = frozenset({"rm", "mv", "worktree", "clean", "submodule"})
+"""Of those, the ones that do not check for a symlink on the way (git's checkout machinery does):
+`git rm` unlinks `old/HEAD` through `old -> .git`, `git worktree add old/x` creates directories
+there. After a work-tree writer in the same command, they are refused."""
 
 
 def _nothing_through_new_links(decision: Decision) -> None:
@@ -84,7 +97,12 @@ def _nothing_through_new_links(decision: Decision) -> None:
                 "write the output in a separate command",
                 argv[0] if argv else "",
             )
-        if rewritten and argv and (argv[0] == "cd" or (argv[0] == "git" and "-C" in argv[1:])):
+        sub = git_subcommand(argv) if argv and argv[0] == "git" else None
+        if (
+            rewritten
+            and argv
+            and (argv[0] == "cd" or (argv[0] == "git" and "-C" in argv[1:]) or sub in _FOLLOW_LINKS)
+        ):
             raise _refusal(
                 "git.state_redirect",
                 f"`{' '.join(argv)}` comes after a git command that rewrites files, which may have made "
@@ -92,7 +110,7 @@ def _nothing_through_new_links(decision: Decision) -> None:
                 "run it in a separate command",
                 argv[0],
             )
-        if argv and argv[0] == "git" and git_subcommand(argv) in _WORK_TREE_WRITERS:
+        if sub in _WORK_TREE_WRITERS:
             rewritten = True
 
 
