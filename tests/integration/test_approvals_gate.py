@@ -489,3 +489,20 @@ def test_a_linked_worktree_is_refused_before_asking_not_after(tmp_path: Path) ->
     assert result.verdict.rule == "git.linked_worktree", result.text
     assert "in a terminal" in result.text
     assert approver.asked == []
+
+
+@pytest.mark.parametrize("command", ["git rm -r -f -q .", "git commit --allow-empty -q -m x"])
+def test_no_writable_git_while_a_link_stands_on_an_index_path(tmp_path: Path, command: str) -> None:
+    """Across calls: earlier ones left the index holding `old/HEAD` and the work tree `old -> .git`
+    (each step plausible on its own); `git rm -rf .` would then unlink `.git/HEAD` through the link."""
+    workspace = _repository(tmp_path)
+    (workspace / "track.patch").write_text(_new_file_patch("old/HEAD") + _new_file_patch("old/index"))
+    subprocess.run(["git", "-C", str(workspace), "apply", "--cached", "track.patch"], check=True)
+    (workspace / "old").symlink_to(".git")
+    _refused_before_asking(workspace, command, "git.link_in_index_path")
+    assert (workspace / ".git" / "HEAD").is_file()
+    (workspace / "old").unlink()  # the link gone, the same command asks again
+    approver = Recorder(ApprovalAnswer("deny"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    session.gate.call("bash_command", {"command": command})
+    assert len(approver.asked) == 1

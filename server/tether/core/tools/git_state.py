@@ -16,10 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from tether.core.config import EffectiveConfig
+from tether.core.gitcmd import Git
 from tether.core.policy import Decision, decide_argv
 from tether.core.policy.asks import git_subcommand
 from tether.core.policy.types import Redirect
-from tether.errors import PolicyDenied
+from tether.errors import CheckpointError, PolicyDenied
 
 _GLOB = frozenset("*?[")
 _REMOTE_SUBCOMMANDS = frozenset({"push", "fetch", "pull", "remote", "submodule"})
@@ -61,7 +62,38 @@ def changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd
     _only_git_beside(decision, ws, config, cwd)
     _nothing_through_new_links(decision)
     _only_this_repository(decision, ws, cwd)
+    _no_link_on_an_index_path(ws)
     return True
+
+
+def _no_link_on_an_index_path(ws: Path) -> None:
+    """No directory on the way to a file the index holds is a symlink. Earlier calls can leave the
+    index holding `old/HEAD` and the work tree `old -> .git`; `git rm -rf .` then unlinks through
+    the link. Git never tracks a path beyond a link itself, so this state is always a setup. One
+    `ls-files` and an lstat per directory, only for the rare call that gets a writable `.git`."""
+    try:
+        listed = Git(git_dir=ws / ".git", work_tree=ws).run("ls-files", "-z").stdout
+    except CheckpointError as exc:
+        raise _refusal(
+            "git.link_in_index_path",
+            f"the repository's index could not be read ({exc}), so it cannot be checked for links",
+            "run `git status` yourself to see what is wrong",
+            "git",
+        ) from exc
+    directories: set[bytes] = set()
+    for entry in listed.split(b"\0"):
+        parts = entry.split(b"/")[:-1]
+        directories.update(b"/".join(parts[: i + 1]) for i in range(len(parts)))
+    for directory in sorted(directories, key=len):
+        if os.path.islink(ws / os.fsdecode(directory)):
+            name = os.fsdecode(directory)
+            raise _refusal(
+                "git.link_in_index_path",
+                f"the index holds files under `{name}`, which is now a symbolic link "
+                f"(to {os.readlink(ws / name)!r}); git would follow it while `.git` is writable",
+                f"remove the link, or run `git rm -r --cached {name}` yourself",
+                "git",
+            )
 
 
 _WORK_TREE_WRITERS = frozenset(
