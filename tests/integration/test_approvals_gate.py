@@ -506,3 +506,41 @@ def test_no_writable_git_while_a_link_stands_on_an_index_path(tmp_path: Path, co
     session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
     session.gate.call("bash_command", {"command": command})
     assert len(approver.asked) == 1
+
+
+def test_the_work_tree_is_checked_again_after_the_question(tmp_path: Path) -> None:
+    """While the person reads the question another call (a script in workspace mode) turns `old`
+    into a link to `.git`; the approved `git rm -rf old` would unlink `.git/HEAD` through it."""
+    workspace = _repository(tmp_path)
+    (workspace / "track.patch").write_text(_new_file_patch("old/HEAD") + _new_file_patch("old/index"))
+    subprocess.run(["git", "-C", str(workspace), "apply", "--cached", "track.patch"], check=True)
+    (workspace / "old").mkdir()
+
+    def swap_then_allow(request: ApprovalRequest, cancel: threading.Event) -> ApprovalAnswer:
+        (workspace / "old").rmdir()
+        (workspace / "old").symlink_to(".git")
+        return ApprovalAnswer("allow_once")
+
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=swap_then_allow)
+    result = session.gate.call("bash_command", {"command": "git rm -r -f -q old"})
+    assert not result.ok
+    assert "changed since the question" in result.text
+    assert (workspace / ".git" / "HEAD").is_file()
+
+
+def test_a_tracked_directory_replaced_by_a_link_elsewhere_is_no_setup(tmp_path: Path) -> None:
+    """`vendor/` tracked, then replaced by a link to `shared/` by the person: git still asks."""
+    workspace = _repository(tmp_path)
+    (workspace / "vendor").mkdir()
+    (workspace / "vendor" / "x.txt").write_text("x\n")
+    subprocess.run(["git", "-C", str(workspace), "add", "vendor"], check=True)
+    (workspace / "vendor" / "x.txt").rename(workspace / "x.txt")
+    (workspace / "vendor").rmdir()
+    (workspace / "shared").mkdir()
+    (workspace / "vendor").symlink_to("shared")
+    approver = Recorder(ApprovalAnswer("deny"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call("bash_command", {"command": "git rm -r --cached -q vendor"})
+    assert result.verdict is not None
+    assert result.verdict.rule == "ask.git_state", result.text
+    assert len(approver.asked) == 1

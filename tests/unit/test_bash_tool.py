@@ -303,3 +303,43 @@ def test_a_path_entry_through_a_workspace_symlink_refuses_writing_commands(
     assert TOOL.prepare(_ctx(ws, FakeRunner()), {"command": "ls"}).permission == "read"
     monkeypatch.setenv("PATH", f"{elsewhere / 'bin'}:/usr/bin:/bin")  # the target itself is fine
     assert TOOL.prepare(_ctx(ws, FakeRunner()), {"command": "python3 -m pytest -q"}).permission == "command"
+
+
+def test_a_command_with_a_writable_git_runs_alone() -> None:
+    """It waits for the running ones, and ones arriving meanwhile wait for it (no starvation)."""
+    from tether.core.tools.bash import _AloneOrTogether
+
+    exclusion = _AloneOrTogether()
+    never = threading.Event()
+    order: list[str] = []
+    assert exclusion.acquire(False, never)  # a command running
+
+    def alone() -> None:
+        assert exclusion.acquire(True, never)
+        order.append("alone")
+        exclusion.release(True)
+
+    def together() -> None:
+        assert exclusion.acquire(False, never)
+        order.append("together")
+        exclusion.release(False)
+
+    first = threading.Thread(target=alone)
+    first.start()
+    while not exclusion._waiting_alone:  # the alone one is waiting for the running command
+        threading.Event().wait(0.01)
+    second = threading.Thread(target=together)
+    second.start()
+    second.join(timeout=0.5)
+    assert second.is_alive()  # arriving while one waits to run alone: it waits too
+    assert order == []
+    exclusion.release(False)  # the running command ends
+    first.join(timeout=5)
+    second.join(timeout=5)
+    assert order == ["alone", "together"]
+    cancelled = threading.Event()
+    cancelled.set()
+    assert exclusion.acquire(False, never)
+    assert not exclusion.acquire(True, cancelled)  # cancelled while waiting: gives up, holds nothing
+    exclusion.release(False)
+    assert exclusion.acquire(True, never)

@@ -139,6 +139,57 @@ def _semaphore(limit: int) -> threading.BoundedSemaphore:
         return sem
 
 
+class _AloneOrTogether:
+    """Per workspace: commands run side by side, but one that gets a writable `.git` runs alone.
+
+    Why: its checks (tools/git_state.py) look at the work tree before the question is asked, and
+    another call running meanwhile (a script in workspace mode) could turn a checked directory into
+    a link into `.git`. So it waits for the others to finish, is checked again, and runs with no
+    other command beside it; a waiting one goes first (no starvation by a stream of commands).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running = 0
+        self._alone = False
+        self._waiting_alone = 0
+
+    def acquire(self, alone: bool, cancel: threading.Event) -> bool:
+        with self._cond:
+            if alone:
+                self._waiting_alone += 1
+            try:
+                while self._alone or (self._running if alone else self._waiting_alone):
+                    if cancel.is_set():
+                        return False
+                    self._cond.wait(timeout=0.1)
+            finally:
+                if alone:
+                    self._waiting_alone -= 1
+            if alone:
+                self._alone = True
+            else:
+                self._running += 1
+            return True
+
+    def release(self, alone: bool) -> None:
+        with self._cond:
+            if alone:
+                self._alone = False
+            else:
+                self._running -= 1
+            self._cond.notify_all()
+
+
+_exclusions_lock = threading.Lock()
+_exclusions: dict[Path, _AloneOrTogether] = {}
+
+
+def _exclusion(workspace: Path) -> _AloneOrTogether:
+    with _exclusions_lock:
+        return _exclusions.setdefault(workspace, _AloneOrTogether())
+
+
 # --- the prepared call --------------------------------------------------------------------------
 
 
@@ -401,15 +452,26 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
         plan = replace(plan, protected=plan.protected + kept)
     if plan.git_state:  # the user's identity, which the sandbox's hidden global config would lose
         plan = replace(plan, extra_env=tuple(commit_identity(plan.workspace).items()))
-    sem = _semaphore(plan.max_parallel)
-    while not sem.acquire(timeout=0.1):
-        if ctx.cancel.is_set():
-            return failure("command cancelled before it started", exit_code=-1)
+    exclusion = _exclusion(plan.workspace)
+    if not exclusion.acquire(plan.git_state, ctx.cancel):
+        return failure("command cancelled before it started", exit_code=-1)
     try:
-        with _network(ctx, plan, runner.name) as (request, network_notes):
-            run = runner.run(request, ctx.cancel)
+        if plan.git_state:  # checked again now that nothing else runs: the work tree may have changed
+            try:
+                changes_git_state(plan.decision, plan.workspace, ctx.config, plan.cwd)
+            except PolicyDenied as exc:
+                return failure(f"refused: the work tree changed since the question: {exc}; nothing ran")
+        sem = _semaphore(plan.max_parallel)
+        while not sem.acquire(timeout=0.1):
+            if ctx.cancel.is_set():
+                return failure("command cancelled before it started", exit_code=-1)
+        try:
+            with _network(ctx, plan, runner.name) as (request, network_notes):
+                run = runner.run(request, ctx.cancel)
+        finally:
+            sem.release()
     finally:
-        sem.release()
+        exclusion.release(plan.git_state)
     outcome = shape_result(plan, run)
     refusals = [n for n in network_notes if n.startswith("the network proxy refused")]
     if refusals and outcome.ok:  # curl without -f exits 0 on the proxy's 403: the command did not get it

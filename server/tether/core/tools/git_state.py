@@ -67,10 +67,11 @@ def changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd
 
 
 def _no_link_on_an_index_path(ws: Path) -> None:
-    """No directory on the way to a file the index holds is a symlink. Earlier calls can leave the
-    index holding `old/HEAD` and the work tree `old -> .git`; `git rm -rf .` then unlinks through
-    the link. Git never tracks a path beyond a link itself, so this state is always a setup. One
-    `ls-files` and an lstat per directory, only for the rare call that gets a writable `.git`."""
+    """No directory on the way to a file the index holds is a symlink into `.git`. Earlier calls can
+    leave the index holding `old/HEAD` and the work tree `old -> .git`; `git rm -rf .` then unlinks
+    through the link. (A link elsewhere — a tracked `vendor/` the person replaced by a link — only
+    reaches files a checkpoint restores, or the read-only rest of the machine.) One `ls-files` and
+    a realpath per directory, only for the rare call that gets a writable `.git`."""
     try:
         listed = Git(git_dir=ws / ".git", work_tree=ws).run("ls-files", "-z").stdout
     except CheckpointError as exc:
@@ -84,8 +85,11 @@ def _no_link_on_an_index_path(ws: Path) -> None:
     for entry in listed.split(b"\0"):
         parts = entry.split(b"/")[:-1]
         directories.update(b"/".join(parts[: i + 1]) for i in range(len(parts)))
+    git_dir = os.path.realpath(ws / ".git")
     for directory in sorted(directories, key=len):
-        if os.path.islink(ws / os.fsdecode(directory)):
+        path = ws / os.fsdecode(directory)
+        real = os.path.realpath(path)
+        if os.path.islink(path) and (real == git_dir or real.startswith(git_dir + os.sep)):
             name = os.fsdecode(directory)
             raise _refusal(
                 "git.link_in_index_path",
