@@ -7,6 +7,7 @@ drives real commands through the language server).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from collections.abc import Mapping
@@ -544,3 +545,41 @@ def test_a_tracked_directory_replaced_by_a_link_elsewhere_is_no_setup(tmp_path: 
     assert result.verdict is not None
     assert result.verdict.rule == "ask.git_state", result.text
     assert len(approver.asked) == 1
+
+
+def test_a_writable_git_waits_for_commands_of_other_processes_and_subfolders(tmp_path: Path) -> None:
+    """The lock is a file at the repository's root, taken by every Tether process and by sessions
+    on subfolders (ACP opens one per cwd): a second server's script cannot swap a checked directory
+    for a link into `.git` while the approved command runs."""
+    import fcntl
+
+    from tether.core.tools.git_state import LOCK_NAME, repository_lock
+
+    workspace = _repository(tmp_path)
+    (workspace / "sub").mkdir()
+    never = threading.Event()
+    with repository_lock(workspace / "sub", alone=False, cancel=never) as held:  # another session
+        assert held
+        lock_file = workspace / ".git" / "tether" / LOCK_NAME
+        other = os.open(lock_file, os.O_RDWR)  # as another process would: its own open file
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(other)
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    other = os.open(workspace / ".git" / "tether" / LOCK_NAME, os.O_RDWR)
+    fcntl.flock(other, fcntl.LOCK_SH)  # a command of another Tether process is running
+    results: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: results.append(
+            session.gate.call("bash_command", {"command": "git commit --allow-empty -q -m x"})
+        )
+    )
+    worker.start()
+    worker.join(timeout=1.5)
+    assert worker.is_alive()  # asked and approved, but waiting for the other command
+    assert _head_commits(workspace) == 0
+    os.close(other)  # that command ended
+    worker.join(timeout=60)
+    assert results[0].state == "executed", results[0].text
+    assert _head_commits(workspace) == 1

@@ -26,11 +26,11 @@ from tether.core.approvals import ApprovalNeed, AskedSegment
 from tether.core.config import EffectiveConfig, Transform
 from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
-from tether.core.sandbox.base import RunRequest, RunResult
+from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
 from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
-from tether.core.tools.git_state import changes_git_state
+from tether.core.tools.git_state import changes_git_state, repository_lock
 from tether.core.tools.git_tool import commit_identity
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
 from tether.errors import PolicyDenied, SandboxUnavailable, ToolInputError
@@ -456,22 +456,36 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
     if not exclusion.acquire(plan.git_state, ctx.cancel):
         return failure("command cancelled before it started", exit_code=-1)
     try:
-        if plan.git_state:  # checked again now that nothing else runs: the work tree may have changed
+        with contextlib.ExitStack() as stack:
             try:
-                changes_git_state(plan.decision, plan.workspace, ctx.config, plan.cwd)
-            except PolicyDenied as exc:
-                return failure(f"refused: the work tree changed since the question: {exc}; nothing ran")
-        sem = _semaphore(plan.max_parallel)
-        while not sem.acquire(timeout=0.1):
-            if ctx.cancel.is_set():
+                held = stack.enter_context(
+                    repository_lock(plan.workspace, alone=plan.git_state, cancel=ctx.cancel)
+                )
+            except OSError as exc:
+                return failure(f"refused: the repository's run lock could not be taken ({exc}); nothing ran")
+            if not held:
                 return failure("command cancelled before it started", exit_code=-1)
-        try:
-            with _network(ctx, plan, runner.name) as (request, network_notes):
-                run = runner.run(request, ctx.cancel)
-        finally:
-            sem.release()
+            return _run_checked(ctx, plan, runner, masked)
     finally:
         exclusion.release(plan.git_state)
+
+
+def _run_checked(ctx: ToolContext, plan: Plan, runner: Runner, masked: tuple[Path, ...]) -> ToolOutcome:
+    """The run itself, once no other command can change the work tree under a writable `.git`."""
+    if plan.git_state:  # checked again now that nothing else runs: the work tree may have changed
+        try:
+            changes_git_state(plan.decision, plan.workspace, ctx.config, plan.cwd)
+        except PolicyDenied as exc:
+            return failure(f"refused: the work tree changed since the question: {exc}; nothing ran")
+    sem = _semaphore(plan.max_parallel)
+    while not sem.acquire(timeout=0.1):
+        if ctx.cancel.is_set():
+            return failure("command cancelled before it started", exit_code=-1)
+    try:
+        with _network(ctx, plan, runner.name) as (request, network_notes):
+            run = runner.run(request, ctx.cancel)
+    finally:
+        sem.release()
     outcome = shape_result(plan, run)
     refusals = [n for n in network_notes if n.startswith("the network proxy refused")]
     if refusals and outcome.ok:  # curl without -f exits 0 on the proxy's 403: the command did not get it

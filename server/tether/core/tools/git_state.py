@@ -10,8 +10,12 @@ own config, whose filters and drivers run programs) — each refused with how to
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -280,3 +284,54 @@ def _refusal(rule: str, reason: str, suggestion: str, program: str) -> PolicyDen
     return PolicyDenied(
         reason, Decision(allowed=False, rule=rule, reason=reason, suggestion=suggestion, program=program)
     )
+
+
+LOCK_NAME = "alone.lock"
+
+
+@contextlib.contextmanager
+def repository_lock(workspace: Path, *, alone: bool, cancel: threading.Event) -> Iterator[bool]:
+    """Held around every command run in a repository's work tree, by every Tether process: shared,
+    or exclusive for a command that gets a writable `.git`. Yields False when cancelled waiting.
+
+    Why a file and the repository's root: a second Tether (an MCP server beside the editor's) or a
+    session on a subdirectory (ACP opens one per `cwd`) could otherwise swap a checked directory
+    for a link into `.git` while that command runs. `flock` is per open file, so threads exclude
+    each other too. Without an enclosing repository nothing gets a writable `.git`: no lock.
+    """
+    git_dir = _enclosing_git_dir(workspace)
+    if git_dir is None:
+        yield True
+        return
+    try:
+        (git_dir / "tether").mkdir(exist_ok=True)
+        fd = os.open(
+            git_dir / "tether" / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+        )
+    except OSError:
+        if alone:  # the one that needs it cannot have it: fail closed
+            raise
+        yield True  # nobody can hold it exclusively either: it cannot be created here
+        return
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_EX if alone else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if cancel.is_set():
+                    yield False
+                    return
+                time.sleep(0.05)
+        yield True
+    finally:
+        os.close(fd)  # also releases the flock
+
+
+def _enclosing_git_dir(workspace: Path) -> Path | None:
+    """The `.git` directory of the repository the workspace lies in (itself, or an ancestor)."""
+    here = Path(os.path.realpath(workspace))
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").is_dir() and not (candidate / ".git").is_symlink():
+            return candidate / ".git"
+    return None
