@@ -583,3 +583,51 @@ def test_a_writable_git_waits_for_commands_of_other_processes_and_subfolders(tmp
     worker.join(timeout=60)
     assert results[0].state == "executed", results[0].text
     assert _head_commits(workspace) == 1
+
+
+def test_a_git_planted_in_a_subfolder_does_not_move_its_session_off_the_lock(tmp_path: Path) -> None:
+    """`sub/.git` made by a script: a session on `sub` still waits for the root's writable `.git`."""
+    import fcntl
+
+    from tether.core.tools.git_state import LOCK_NAME
+
+    workspace = _repository(tmp_path)
+    (workspace / "sub" / ".git").mkdir(parents=True)
+    (workspace / ".git" / "tether").mkdir(exist_ok=True)
+    root_lock = os.open(workspace / ".git" / "tether" / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(root_lock, fcntl.LOCK_EX)  # an approved command with a writable .git is running
+    session = open_session(workspace / "sub", FaceOverrides(permissions="command"))
+    results: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: results.append(session.gate.call("bash_command", {"command": "ls"}))
+    )
+    worker.start()
+    worker.join(timeout=1.5)
+    assert worker.is_alive()  # it waits for the root's lock, not only for sub/.git's
+    os.close(root_lock)
+    worker.join(timeout=60)
+    assert results[0].state == "executed", results[0].text
+
+
+def test_a_rollback_waits_for_a_command_with_a_writable_git(tmp_path: Path) -> None:
+    """A rollback may put a link back (a checkpointed `old -> .git`): not while such a command runs."""
+    import fcntl
+
+    from tether.core.tools.git_state import LOCK_NAME
+
+    workspace = _repository(tmp_path)
+    session = open_session(workspace, FaceOverrides(permissions="command,write"))
+    assert session.gate.call("write_file", {"path": "a.txt", "content": "new\n"}).state == "executed"
+    (workspace / ".git" / "tether").mkdir(exist_ok=True)
+    root_lock = os.open(workspace / ".git" / "tether" / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(root_lock, fcntl.LOCK_EX)
+    results: list[Any] = []
+    worker = threading.Thread(target=lambda: results.append(session.gate.rollback(steps=1)))
+    worker.start()
+    worker.join(timeout=1.5)
+    assert worker.is_alive()
+    assert (workspace / "a.txt").exists()
+    os.close(root_lock)
+    worker.join(timeout=60)
+    assert results[0].ok, results[0].text
+    assert not (workspace / "a.txt").exists()

@@ -48,6 +48,7 @@ from tether.core.policy.types import MODES
 from tether.core.redact import redact_credentials
 from tether.core.sandbox import Runner, select_runner
 from tether.core.tools.base import DocumentSource, NoDocuments, Tool, ToolContext, ToolOutcome
+from tether.core.tools.git_state import repository_lock
 from tether.errors import (
     CheckpointError,
     ConfigError,
@@ -822,8 +823,9 @@ class Gate:
                 if dry_run:
                     plan = store.plan_rollback(steps=steps, to=to)
                     before: Checkpoint | None = None
-                else:
-                    plan, before = store.rollback(steps=steps, to=to)
+                else:  # not while a command with a writable .git runs: it may put a link back
+                    with repository_lock(self.workspace, alone=False, cancel=threading.Event()):
+                        plan, before = store.rollback(steps=steps, to=to)
         except TetherError as exc:
             return self._finish(_error_result("rollback", str(exc)), record)
         payload = {

@@ -295,43 +295,42 @@ def repository_lock(workspace: Path, *, alone: bool, cancel: threading.Event) ->
     or exclusive for a command that gets a writable `.git`. Yields False when cancelled waiting.
 
     Why a file and the repository's root: a second Tether (an MCP server beside the editor's) or a
-    session on a subdirectory (ACP opens one per `cwd`) could otherwise swap a checked directory
-    for a link into `.git` while that command runs. `flock` is per open file, so threads exclude
+    session on a subfolder (ACP opens one per `cwd`) could otherwise swap a checked directory for
+    a link into `.git` while that command runs. Every enclosing repository's lock is taken, the
+    outermost first (always the same order: no deadlock), since a `.git` planted in a subfolder
+    must not move a session onto a lock of its own. `flock` is per open file, so threads exclude
     each other too. Without an enclosing repository nothing gets a writable `.git`: no lock.
     """
-    git_dir = _enclosing_git_dir(workspace)
-    if git_dir is None:
-        yield True
-        return
-    try:
-        (git_dir / "tether").mkdir(exist_ok=True)
-        fd = os.open(
-            git_dir / "tether" / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
-        )
-    except OSError:
-        if alone:  # the one that needs it cannot have it: fail closed
-            raise
-        yield True  # nobody can hold it exclusively either: it cannot be created here
-        return
-    try:
-        while True:
+    git_dirs = _enclosing_git_dirs(workspace)
+    with contextlib.ExitStack() as stack:
+        for index, git_dir in enumerate(git_dirs):
+            own = index == len(git_dirs) - 1 and (git_dir.parent == Path(os.path.realpath(workspace)))
+            exclusive = alone and own
             try:
-                fcntl.flock(fd, (fcntl.LOCK_EX if alone else fcntl.LOCK_SH) | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if cancel.is_set():
-                    yield False
-                    return
-                time.sleep(0.05)
+                (git_dir / "tether").mkdir(exist_ok=True)
+                flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+                fd = os.open(git_dir / "tether" / LOCK_NAME, flags, 0o600)
+            except OSError:
+                if exclusive:  # the one that needs it cannot have it: fail closed
+                    raise
+                continue  # nobody can hold it exclusively either: it cannot be created here
+            stack.callback(os.close, fd)  # closing also releases the flock
+            while True:
+                try:
+                    fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if cancel.is_set():
+                        yield False
+                        return
+                    time.sleep(0.05)
         yield True
-    finally:
-        os.close(fd)  # also releases the flock
 
 
-def _enclosing_git_dir(workspace: Path) -> Path | None:
-    """The `.git` directory of the repository the workspace lies in (itself, or an ancestor)."""
+def _enclosing_git_dirs(workspace: Path) -> list[Path]:
+    """The `.git` directories of the workspace and every folder above it, outermost first."""
     here = Path(os.path.realpath(workspace))
-    for candidate in (here, *here.parents):
-        if (candidate / ".git").is_dir() and not (candidate / ".git").is_symlink():
-            return candidate / ".git"
-    return None
+    found = [
+        c / ".git" for c in (here, *here.parents) if (c / ".git").is_dir() and not (c / ".git").is_symlink()
+    ]
+    return found[::-1]
