@@ -333,8 +333,7 @@ class ProposalStore:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self.directory = workspace / ".tether" / "proposals"
-        self._parsed: dict[str, tuple[tuple[int, int], Proposal]] = {}
-        self._decoded: dict[str, tuple[tuple[int, int, int], Any]] = {}
+        self._parsed: dict[str, tuple[tuple[int, int, int], Proposal]] = {}
         self._cache_lock = threading.Lock()
 
     # --- persistence -------------------------------------------------------------------------
@@ -350,12 +349,16 @@ class ProposalStore:
         fsutil.atomic_write(self._file(proposal.id), data, self.workspace, display=f"proposal {proposal.id}")
 
     def get(self, proposal_id: str) -> Proposal:
-        """A fresh copy of the proposal, to read or change and `save`.
+        """A fresh copy of the proposal, to read or change and `save`."""
+        return copy.deepcopy(self._load(proposal_id))
 
-        An accept reads its proposal three times (check, plan, record) and a proposal file holds
-        whole file contents, so the decoded JSON is kept until the file changes (inode, mtime and
-        size, taken from the open file: a file replaced meanwhile is never cached under the old
-        one's stamp); each call still builds its own objects from a deep copy.
+    def _load(self, proposal_id: str) -> Proposal:
+        """The proposal as parsed, shared by every caller: never change it (`get` copies it).
+
+        Proposal files hold whole file contents (megabytes for big files), an accept reads its
+        proposal three times (check, plan, record) and editors list them all after every decision,
+        so each parse is kept until its file changes: inode, mtime and size, taken from the open
+        file, so a file replaced meanwhile is never cached under the old one's stamp.
         """
         file = self._file(proposal_id)
         try:
@@ -363,13 +366,10 @@ class ProposalStore:
                 info = os.fstat(handle.fileno())
                 stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
                 with self._cache_lock:
-                    cached = self._decoded.get(proposal_id)
+                    cached = self._parsed.get(proposal_id)
                 if cached is not None and cached[0] == stamp:
-                    data = cached[1]
-                else:
-                    data = json.loads(handle.read().decode("utf-8"))
-                    with self._cache_lock:
-                        self._decoded[proposal_id] = (stamp, data)
+                    return cached[1]
+                data = json.loads(handle.read().decode("utf-8"))
         except FileNotFoundError:
             raise ProposalError(
                 f"no proposal {proposal_id}; `tether proposals` lists the existing ones"
@@ -381,7 +381,7 @@ class ProposalStore:
                 f"proposal {proposal_id} is corrupt ({exc}); reject it or delete {file}"
             ) from exc
         try:
-            proposal = Proposal.from_dict(copy.deepcopy(data))
+            proposal = Proposal.from_dict(data)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ProposalError(
                 f"proposal {proposal_id} is corrupt ({exc}); reject it or delete {file}"
@@ -389,6 +389,8 @@ class ProposalStore:
         if proposal.id != proposal_id:
             raise ProposalError(f"proposal file {file} holds id {proposal.id}, not {proposal_id}")
         _check_relpath(proposal.path)
+        with self._cache_lock:
+            self._parsed[proposal_id] = (stamp, proposal)
         return proposal
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -552,7 +554,7 @@ class ProposalStore:
     def delete(self, proposal_id: str) -> None:
         """Forget a proposal entirely (used by tests and cleanup; decisions are normally kept)."""
         with self._cache_lock:
-            self._decoded.pop(proposal_id, None)
+            self._parsed.pop(proposal_id, None)
         try:
             os.unlink(self._file(proposal_id))
         except FileNotFoundError:
@@ -561,31 +563,20 @@ class ProposalStore:
     def list(self, *, pending_only: bool = False) -> list[Proposal]:
         """All readable proposals, oldest first; corrupt files are skipped (`get` names them).
 
-        Proposal files hold whole file contents (megabytes for big files) and editors list them after
-        every decision, so each parse is kept until its file changes (mtime and size). The objects
-        returned are snapshots to read; `get` gives a fresh copy to change.
+        The objects returned are the cached parses (see `_load`): snapshots to read; `get` gives a
+        fresh copy to change.
         """
         if not self.directory.is_dir():
             return []
-        found: dict[str, tuple[tuple[int, int], Proposal]] = {}
+        found: dict[str, Proposal] = {}
         for file in sorted(self.directory.glob("p-*.json")):
             try:
-                info = file.stat()
-            except OSError:
-                continue
-            stamp = (info.st_mtime_ns, info.st_size)
-            with self._cache_lock:
-                cached = self._parsed.get(file.stem)
-            if cached is not None and cached[0] == stamp:
-                found[file.stem] = cached
-                continue
-            try:
-                found[file.stem] = (stamp, self.get(file.stem))
+                found[file.stem] = self._load(file.stem)
             except ProposalError:
                 continue
-        with self._cache_lock:
-            self._parsed = found
-        listed = [proposal for _, proposal in found.values()]
+        with self._cache_lock:  # forget the proposals whose files are gone
+            self._parsed = {k: v for k, v in self._parsed.items() if k in found}
+        listed = list(found.values())
         if pending_only:
             listed = [
                 p for p in listed if p.state in ("pending", "partially_accepted", "stale") and p.pending
