@@ -7,10 +7,11 @@ drives real commands through the language server).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from tether.core.approvals import ApprovalAnswer, ApprovalNeed, ApprovalRequest,
 from tether.core.config import EffectiveConfig
 from tether.core.session import FaceOverrides, Session, open_session
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
+from tether.core.tools.git_state import repository_lock, repository_lock_file
 from tether.core.tools.inputs import Prepared
 
 SPEC = ToolSpec(
@@ -547,87 +549,62 @@ def test_a_tracked_directory_replaced_by_a_link_elsewhere_is_no_setup(tmp_path: 
     assert len(approver.asked) == 1
 
 
+def _hold_run_lock(workspace: Path, how: int) -> int:
+    """The repository's run lock, held as another Tether process would: its own open file."""
+    fd = os.open(repository_lock_file(workspace / ".git"), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, how)
+    return fd
+
+
+def _waits_for(lock: int, call: Callable[[], Any]) -> Any:
+    """`call`, on a thread, is still waiting while `lock` is held and finishes once it is let go."""
+    results: list[Any] = []
+    worker = threading.Thread(target=lambda: results.append(call()))
+    worker.start()
+    worker.join(timeout=1.5)
+    assert worker.is_alive()
+    os.close(lock)
+    worker.join(timeout=60)
+    return results[0]
+
+
 def test_a_writable_git_waits_for_commands_of_other_processes_and_subfolders(tmp_path: Path) -> None:
-    """The lock is a file at the repository's root, taken by every Tether process and by sessions
-    on subfolders (ACP opens one per cwd): a second server's script cannot swap a checked directory
-    for a link into `.git` while the approved command runs."""
-    import fcntl
-
-    from tether.core.tools.git_state import LOCK_NAME, repository_lock
-
+    """The lock is per repository, taken by every Tether process and by sessions on subfolders
+    (ACP opens one per cwd): a second server's script cannot swap a checked directory for a link
+    into `.git` while the approved command runs."""
     workspace = _repository(tmp_path)
     (workspace / "sub").mkdir()
     never = threading.Event()
     with repository_lock(workspace / "sub", alone=False, cancel=never) as held:  # another session
         assert held
-        lock_file = workspace / ".git" / "tether" / LOCK_NAME
-        other = os.open(lock_file, os.O_RDWR)  # as another process would: its own open file
         with pytest.raises(BlockingIOError):
-            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.close(other)
+            os.close(_hold_run_lock(workspace, fcntl.LOCK_EX | fcntl.LOCK_NB))
+    assert not (workspace / ".git" / "tether").exists()  # nothing written into the repository
     approver = Recorder(ApprovalAnswer("allow_once"))
     session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
-    other = os.open(workspace / ".git" / "tether" / LOCK_NAME, os.O_RDWR)
-    fcntl.flock(other, fcntl.LOCK_SH)  # a command of another Tether process is running
-    results: list[Any] = []
-    worker = threading.Thread(
-        target=lambda: results.append(
-            session.gate.call("bash_command", {"command": "git commit --allow-empty -q -m x"})
-        )
-    )
-    worker.start()
-    worker.join(timeout=1.5)
-    assert worker.is_alive()  # asked and approved, but waiting for the other command
-    assert _head_commits(workspace) == 0
-    os.close(other)  # that command ended
-    worker.join(timeout=60)
-    assert results[0].state == "executed", results[0].text
+    other = _hold_run_lock(workspace, fcntl.LOCK_SH)  # a command of another Tether process runs
+    commit = lambda: session.gate.call("bash_command", {"command": "git commit --allow-empty -q -m x"})  # noqa: E731
+    result = _waits_for(other, commit)  # asked and approved, but waiting for the other command
+    assert result.state == "executed", result.text
     assert _head_commits(workspace) == 1
 
 
 def test_a_git_planted_in_a_subfolder_does_not_move_its_session_off_the_lock(tmp_path: Path) -> None:
     """`sub/.git` made by a script: a session on `sub` still waits for the root's writable `.git`."""
-    import fcntl
-
-    from tether.core.tools.git_state import LOCK_NAME
-
     workspace = _repository(tmp_path)
     (workspace / "sub" / ".git").mkdir(parents=True)
-    (workspace / ".git" / "tether").mkdir(exist_ok=True)
-    root_lock = os.open(workspace / ".git" / "tether" / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(root_lock, fcntl.LOCK_EX)  # an approved command with a writable .git is running
+    root_lock = _hold_run_lock(workspace, fcntl.LOCK_EX)  # an approved command with .git writable
     session = open_session(workspace / "sub", FaceOverrides(permissions="command"))
-    results: list[Any] = []
-    worker = threading.Thread(
-        target=lambda: results.append(session.gate.call("bash_command", {"command": "ls"}))
-    )
-    worker.start()
-    worker.join(timeout=1.5)
-    assert worker.is_alive()  # it waits for the root's lock, not only for sub/.git's
-    os.close(root_lock)
-    worker.join(timeout=60)
-    assert results[0].state == "executed", results[0].text
+    result = _waits_for(root_lock, lambda: session.gate.call("bash_command", {"command": "ls"}))
+    assert result.state == "executed", result.text
 
 
 def test_a_rollback_waits_for_a_command_with_a_writable_git(tmp_path: Path) -> None:
     """A rollback may put a link back (a checkpointed `old -> .git`): not while such a command runs."""
-    import fcntl
-
-    from tether.core.tools.git_state import LOCK_NAME
-
     workspace = _repository(tmp_path)
     session = open_session(workspace, FaceOverrides(permissions="command,write"))
     assert session.gate.call("write_file", {"path": "a.txt", "content": "new\n"}).state == "executed"
-    (workspace / ".git" / "tether").mkdir(exist_ok=True)
-    root_lock = os.open(workspace / ".git" / "tether" / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(root_lock, fcntl.LOCK_EX)
-    results: list[Any] = []
-    worker = threading.Thread(target=lambda: results.append(session.gate.rollback(steps=1)))
-    worker.start()
-    worker.join(timeout=1.5)
-    assert worker.is_alive()
-    assert (workspace / "a.txt").exists()
-    os.close(root_lock)
-    worker.join(timeout=60)
-    assert results[0].ok, results[0].text
+    root_lock = _hold_run_lock(workspace, fcntl.LOCK_EX)
+    result = _waits_for(root_lock, lambda: session.gate.rollback(steps=1))
+    assert result.ok, result.text
     assert not (workspace / "a.txt").exists()

@@ -7,11 +7,9 @@ home paths, one way to pin protected workspace paths that do not exist yet.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import pwd
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from pathlib import Path
 
 import platformdirs
 
+from tether.core.lockfiles import lock_file
 from tether.errors import SandboxError
 
 # Relative to a home directory: credentials and configuration a command must never read.
@@ -164,18 +163,10 @@ PLACEHOLDER_XATTR = "user.tether.placeholder"
 
 def _lock_path(workspace: Path) -> Path:
     """One lock file per workspace, shared by every Tether process of this user."""
-    digest = hashlib.sha256(str(workspace).encode()).hexdigest()[:32]
-    folders = (
-        Path(platformdirs.user_state_dir("tether")) / "sandbox-locks",
-        Path(tempfile.gettempdir()) / f"tether-{os.getuid()}-locks",
-    )
-    for folder in folders:
-        try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError:
-            continue
-        return folder / f"{digest}.lock"
-    raise SandboxError("refusing to run: no writable directory for the sandbox's workspace lock")
+    try:
+        return lock_file(str(workspace))
+    except OSError as exc:
+        raise SandboxError("refusing to run: no writable directory for the sandbox's workspace lock") from exc
 
 
 @contextmanager

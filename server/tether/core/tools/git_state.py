@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tether.core.config import EffectiveConfig
 from tether.core.gitcmd import Git
+from tether.core.lockfiles import lock_file
 from tether.core.policy import Decision, decide_argv
 from tether.core.policy.asks import git_subcommand
 from tether.core.policy.types import Redirect
@@ -286,17 +287,14 @@ def _refusal(rule: str, reason: str, suggestion: str, program: str) -> PolicyDen
     )
 
 
-LOCK_NAME = "alone.lock"
-
-
 @contextlib.contextmanager
 def repository_lock(workspace: Path, *, alone: bool, cancel: threading.Event) -> Iterator[bool]:
     """Held around every command run in a repository's work tree, by every Tether process: shared,
     or exclusive for a command that gets a writable `.git`. Yields False when cancelled waiting.
 
-    Why a file and the repository's root: a second Tether (an MCP server beside the editor's) or a
-    session on a subfolder (ACP opens one per `cwd`) could otherwise swap a checked directory for
-    a link into `.git` while that command runs. Every enclosing repository's lock is taken, the
+    Why per repository and across processes: a second Tether (an MCP server beside the editor's)
+    or a session on a subfolder (ACP opens one per `cwd`) could otherwise swap a checked directory
+    for a link into `.git` while that command runs. Every enclosing repository's lock is taken, the
     outermost first (always the same order: no deadlock), since a `.git` planted in a subfolder
     must not move a session onto a lock of its own. `flock` is per open file, so threads exclude
     each other too. Without an enclosing repository nothing gets a writable `.git`: no lock.
@@ -307,9 +305,8 @@ def repository_lock(workspace: Path, *, alone: bool, cancel: threading.Event) ->
             own = index == len(git_dirs) - 1 and (git_dir.parent == Path(os.path.realpath(workspace)))
             exclusive = alone and own
             try:
-                (git_dir / "tether").mkdir(exist_ok=True)
                 flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-                fd = os.open(git_dir / "tether" / LOCK_NAME, flags, 0o600)
+                fd = os.open(repository_lock_file(git_dir), flags, 0o600)
             except OSError:
                 if exclusive:  # the one that needs it cannot have it: fail closed
                     raise
@@ -325,6 +322,11 @@ def repository_lock(workspace: Path, *, alone: bool, cancel: threading.Event) ->
                         return
                     time.sleep(0.05)
         yield True
+
+
+def repository_lock_file(git_dir: Path) -> Path:
+    """The run lock of the repository whose `.git` is `git_dir` (in Tether's state directory)."""
+    return lock_file(f"repository {os.path.realpath(git_dir)}")
 
 
 def _enclosing_git_dirs(workspace: Path) -> list[Path]:
