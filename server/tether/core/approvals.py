@@ -215,7 +215,7 @@ class SessionAllowances:
             self._patterns.update(p for p in patterns if p)
 
     def covers(self, argv: Sequence[str]) -> bool:
-        forms = {tuple(argv), tuple(git_plain(argv)) if argv and argv[0] == "git" else tuple(argv)}
+        forms = {tuple(argv), tuple(git_plain(argv))}
         with self._lock:
             return any(words[: len(p)] == p for p in self._patterns for words in forms)
 

@@ -72,7 +72,9 @@ def _git_subcommand_at(argv: Sequence[str]) -> int | None:
 def git_plain(argv: Sequence[str]) -> list[str]:
     """`git -C dir --no-pager commit …` → `git commit …`: the form an *allow* rule is matched on.
     Any other global option (`-c`, `--exec-path`, `--git-dir`, …) is kept, so a rule allowing
-    `git commit` never allows `git -c core.fsmonitor=… commit`."""
+    `git commit` never allows `git -c core.fsmonitor=… commit`. Another program's argv as it is."""
+    if not argv or argv[0] != "git":
+        return list(argv)
     at = _git_subcommand_at(argv)
     return [argv[0], *argv[at:]] if at is not None else list(argv)
 

@@ -207,7 +207,7 @@ def rule_for_segment(argv: Sequence[str], justification: str) -> Rule:
     not). A first argument that is an option or a path is no subcommand: `./build.sh --fast` →
     `./build.sh`. The approved command is the rule's `match` example.
     """
-    plain = git_plain(argv) if argv and argv[0] == "git" else argv
+    plain = git_plain(argv)
     return Rule(
         pattern=tuple(subcommand_prefix(plain)),
         decision="allow",
@@ -222,7 +222,7 @@ def subcommand_prefix(argv: Sequence[str]) -> tuple[str, ...]:
 
     For git, after `-C DIR` and `--no-pager` (`git -C sub commit` → `git commit`): an approval of
     one commit must not become a rule for every git command."""
-    words = tuple(git_plain(argv) if argv and argv[0] == "git" else argv)
+    words = tuple(git_plain(argv))
     if len(words) >= 3 and words[1] == "-m":  # `python3 -m pip install x` → `python3 -m pip install`
         module = words[:3]
         return module + words[3:4] if len(words) >= 4 and not words[3].startswith("-") else module

@@ -140,12 +140,11 @@ def _semaphore(limit: int) -> threading.BoundedSemaphore:
 
 
 class _AloneOrTogether:
-    """Per workspace: commands run side by side, but one that gets a writable `.git` runs alone.
+    """Per workspace, in this process: a command waiting to run alone (with a writable `.git`) goes
+    before commands that arrive after it, so a stream of them cannot starve it.
 
-    Why: its checks (tools/git_state.py) look at the work tree before the question is asked, and
-    another call running meanwhile (a script in workspace mode) could turn a checked directory into
-    a link into `.git`. So it waits for the others to finish, is checked again, and runs with no
-    other command beside it; a waiting one goes first (no starvation by a stream of commands).
+    The exclusion itself is `git_state.repository_lock`, a file lock across processes and
+    subfolder sessions; `flock` gives a waiting exclusive holder no priority, this does.
     """
 
     def __init__(self) -> None:
