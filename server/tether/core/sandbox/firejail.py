@@ -47,16 +47,6 @@ def find_firejail() -> tuple[str, str] | None:
     return path, match.group(1) if match else "unknown"
 
 
-SHUTDOWN_SINCE = (0, 9, 68)
-"""The first firejail with `--deterministic-shutdown`; older ones refuse to start with it."""
-
-
-def kills_orphans(version: str) -> bool:
-    """Does this firejail take `--deterministic-shutdown` (orphans die when the command exits)?"""
-    numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
-    return numbers is not None and tuple(int(n) for n in numbers.groups()) >= SHUTDOWN_SINCE
-
-
 def _path_arg(path: Path) -> str:
     """Firejail splits some options on commas: refuse paths it would misread instead of guessing."""
     text = str(path)
@@ -72,7 +62,6 @@ def firejail_args(
     marker: StartMarker | None = None,
     *,
     tool_dirs: tuple[Path, ...] = (),
-    shutdown: bool = True,
 ) -> list[str]:
     ws = _path_arg(request.workspace)
     args = [
@@ -86,7 +75,6 @@ def firejail_args(
         "--caps.drop=all",
         "--nonewprivs",
         "--deterministic-exit-code",
-        *(["--deterministic-shutdown"] if shutdown else []),  # else left-behind processes hold the call
         "--keep-var-tmp",  # else a workspace under /var/tmp would be hidden (it is read-only anyway)
         f"--whitelist={ws}",
         "--read-only=/",
@@ -116,7 +104,9 @@ def firejail_args(
         args.append(f"--keep-fd={marker.write_fd}")  # firejail closes inherited descriptors otherwise
     args.append("--")
     command = list(request.command_argv())
-    args += marker.shell_prefix(command) if marker is not None else command
+    # firejail waits for every process in its namespace: the wrapper reports when the command itself
+    # is done, and Tether then stops the sandbox (`--deterministic-shutdown` costs ~100 ms a run)
+    args += marker.shell_prefix(command, report_exit=True) if marker is not None else command
     return args
 
 
@@ -158,7 +148,6 @@ class FirejailRunner(Runner):
                 self.binary,
                 marker,
                 tool_dirs=tool_dirs,
-                shutdown=kills_orphans(self.version),
             )
             spawn = Spawn(
                 argv=args,

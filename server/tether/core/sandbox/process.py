@@ -87,6 +87,7 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
     sel.register(proc.stderr, selectors.EVENT_READ, err)
     deadline = start + request.timeout
     timed_out = cancelled = False
+    reported: int | None = None  # the command's own status, when the wrapper outlives it
     drain_deadline: float | None = None
     try:
         while sel.get_map():
@@ -103,6 +104,9 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
                     # The command returned: anything still in its group is a left-behind process.
                     # Its leader is not reaped yet, so the group id cannot have been reused.
                     _killpg(proc.pid)
+                    drain_deadline = now + _DRAIN_GRACE
+                elif spawn.marker is not None and (reported := spawn.marker.exit_status()) is not None:
+                    _kill(proc, spawn)  # the command returned; its wrapper waits for what it left
                     drain_deadline = now + _DRAIN_GRACE
             elif now >= drain_deadline:
                 break
@@ -136,6 +140,8 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
             proc.wait()
     so, se = out.result(), err.result()
     exit_code = -1 if (timed_out or cancelled) else _exit_code(proc.returncode)
+    if reported is not None and not (timed_out or cancelled):
+        exit_code = reported
     return RunResult(
         stdout=so.text,
         stderr=se.text,
@@ -164,18 +170,44 @@ class StartMarker:
     def __init__(self) -> None:
         self.read_fd, self.write_fd = os.pipe()
         os.set_blocking(self.read_fd, False)
+        self._seen = b""
 
-    def shell_prefix(self, argv: Sequence[str]) -> list[str]:
-        """`argv` run by a bash that first writes the marker and closes its descriptor."""
+    def shell_prefix(self, argv: Sequence[str], *, report_exit: bool = False) -> list[str]:
+        """`argv` run by a bash that first writes the marker and closes its descriptor.
+
+        With `report_exit` the bash stays, runs `argv` without the descriptor and then writes its
+        exit status: for a wrapper that outlives the command (firejail waits for every process in
+        its namespace, so a daemon the command started would hold the call until the timeout).
+        The command cannot fake the status: it never holds the descriptor.
+        """
         fd = self.write_fd
-        script = f'printf x >&{fd} && exec {fd}>&- && exec "$@"'
+        if report_exit:
+            script = f'printf x >&{fd} && {{ "$@" {fd}>&-; s=$?; printf "e%d\\n" "$s" >&{fd}; exit "$s"; }}'
+        else:
+            script = f'printf x >&{fd} && exec {fd}>&- && exec "$@"'
         return ["/bin/bash", "--noprofile", "--norc", "-c", script, "tether-sandbox", *argv]
 
+    def _read(self) -> bytes:
+        if self.read_fd >= 0:
+            try:
+                while chunk := os.read(self.read_fd, 64):
+                    self._seen += chunk
+            except BlockingIOError:
+                pass
+        return self._seen
+
     def started(self) -> bool:
+        return self._read().startswith(b"x")
+
+    def exit_status(self) -> int | None:
+        """The command's exit status once the wrapper reported it (`report_exit`), else None."""
+        seen = self._read()
+        if not (seen.startswith(b"xe") and seen.endswith(b"\n")):
+            return None
         try:
-            return os.read(self.read_fd, 1) == b"x"
-        except BlockingIOError:
-            return False
+            return int(seen[2:-1])
+        except ValueError:
+            return None
 
     def close_write(self) -> None:
         if self.write_fd >= 0:
