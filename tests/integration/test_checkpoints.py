@@ -13,6 +13,9 @@ from _checkpoint_support import fingerprint, git, init_repo, listing, snapshot_f
 
 from tether.core.checkpoints import Checkpoints
 from tether.core.config import CheckpointSettings, user_state_dir
+from tether.core.placeholders import PLACEHOLDER_XATTR
+from tether.core.sandbox.profile import pinned_protected
+from tether.core.sandbox.protected import protected_paths
 from tether.errors import CheckpointError, CheckpointRefused
 
 
@@ -362,6 +365,60 @@ def test_nested_repos_are_never_touched(tmp_path: Path) -> None:
     assert "nested" in plan.kept
     assert (nested / "n.txt").read_text() == "dirty\n"
     assert (nested / ".git").is_dir()
+
+
+# --- the sandbox's placeholders ---------------------------------------------------------------
+
+
+def _xattrs_or_skip(path: Path) -> None:
+    probe = path / ".xattr-probe"
+    probe.write_bytes(b"")
+    try:
+        os.setxattr(probe, PLACEHOLDER_XATTR, b"1")
+    except OSError as exc:
+        pytest.skip(f"this filesystem has no user xattrs: {exc}")
+    finally:
+        probe.unlink()
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first-snapshot", "incremental"])
+def test_a_checkpoint_taken_while_a_command_runs_leaves_the_sandbox_placeholders_out(
+    tmp_path: Path, first: bool
+) -> None:
+    """A command runs in the sandbox (its placeholders stand in the work tree, some of them
+    git-ignored) while another call takes a checkpoint: rolling back to that checkpoint later must
+    not create files the user never had."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n", ".gitignore": ".envrc\n"})
+    _xattrs_or_skip(repo)
+    store = Checkpoints(repo, CheckpointSettings())
+    if not first:
+        store.create("before")
+    before = tree(repo)
+    with pinned_protected(repo, protected_paths(repo)) as pinned:
+        names = {p.relative_to(repo).as_posix() for p in pinned.placeholders}
+        assert {".envrc", ".vscode"} <= names  # one ignored, one not
+        cp = store.create("meanwhile")
+    assert names.isdisjoint(snapshot_files(repo, cp.commit))
+    (repo / "a.txt").write_text("changed\n")
+    store.rollback(to=cp.id)
+    assert tree(repo) == before  # no placeholder came back as a file
+
+
+def test_marking_a_file_as_a_placeholder_does_not_hide_its_loss(tmp_path: Path) -> None:
+    """The agent empties a tracked file and dresses it as a placeholder: the next checkpoint records
+    the file as gone, and rolling back the call brings its content back."""
+    repo = init_repo(tmp_path / "r", {"notes.txt": "keep me\n"})
+    _xattrs_or_skip(repo)
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("before the call")
+    notes = repo / "notes.txt"
+    notes.write_bytes(b"")
+    os.setxattr(notes, PLACEHOLDER_XATTR, b"1")
+    notes.chmod(0o444)
+    cp = store.create("after the call")
+    assert "notes.txt" not in snapshot_files(repo, cp.commit)
+    store.rollback(steps=2)  # the last call, then the one before it: back to "before the call"
+    assert notes.read_text() == "keep me\n"
 
 
 # --- hostile repository configuration ---------------------------------------------------------

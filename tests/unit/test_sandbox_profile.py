@@ -260,6 +260,7 @@ def test_leftover_marked_placeholders_are_adopted_and_removed(tmp_path: Path) ->
         os.setxattr(leftover, PLACEHOLDER_XATTR, b"1")
     except OSError as exc:
         pytest.skip(f"this filesystem has no user xattrs: {exc}")
+    leftover.chmod(0o444)  # as the sandbox leaves it
     users = tmp_path / ".npmrc"
     users.write_bytes(b"")
     with pinned_protected(tmp_path, (leftover, users)) as pinned:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from tether.core.gitcmd import BlobReader, Git
+from tether.core.placeholders import is_marked_placeholder
 from tether.errors import CheckpointError
 
 GITLINK = "160000"
@@ -130,7 +131,8 @@ def _blocked(workspace: Path, rel: str, delete_paths: set[str]) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     if not stat.S_ISDIR(st.st_mode):
-        return True
+        # the sandbox's empty placeholder holds nothing to lose (snapshots leave it out)
+        return not is_marked_placeholder(target, st)
     # a directory where a file goes back: only if every file below is deleted by this rollback
     for root, dirs, files in os.walk(target):
         dirs.sort()

@@ -48,6 +48,7 @@ from tether.core.checkpoints.store import (
 )
 from tether.core.config import CheckpointSettings, user_state_dir
 from tether.core.gitcmd import Git
+from tether.core.placeholders import is_marked_placeholder
 from tether.core.redact import redact_text
 from tether.errors import CheckpointError, CheckpointRefused
 
@@ -345,6 +346,7 @@ class Checkpoints:
         add: list[str] = []
         nested: list[str] = []
         heads: dict[str, str] = {}  # nested repositories with a commit: recorded as gitlinks
+        placeholders: list[str] = []  # the sandbox's, for a command running now: never recorded
         for i, entry in enumerate(candidates):
             rel = entry.rstrip("/")
             candidates[i] = rel
@@ -356,12 +358,15 @@ class Checkpoints:
                 else:
                     nested.append(rel)  # would be taken for a plain directory: keep out
                 continue
+            full = f"{self.workspace}/{rel}"
             try:
-                st = os.lstat(f"{self.workspace}/{rel}")  # not pathlib: 10 us a path on 250,000
+                st = os.lstat(full)  # not pathlib: 10 us a path on 250,000
             except OSError:
                 add.append(rel)  # deleted since the status: `--remove` records the deletion
                 continue
-            if stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
+            if is_marked_placeholder(full, st):
+                placeholders.append(rel)  # also out of the index if an older version recorded it
+            elif stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
                 big.append(rel)
             else:
                 add.append(rel)
@@ -377,7 +382,7 @@ class Checkpoints:
         else:
             more_nested, vanished = _update_index(git, add, self.workspace)
             nested += more_nested
-        removals = big + nested + vanished
+        removals = big + nested + vanished + placeholders
         gitlinks.update(heads)
         gitlinks.difference_update(gone, removals)
         write_if_changed(loc.root / "gitlinks", b"".join(os.fsencode(p) + b"\0" for p in sorted(gitlinks)))

@@ -18,6 +18,7 @@ from pathlib import Path
 import platformdirs
 
 from tether.core.lockfiles import lock_file
+from tether.core.placeholders import PLACEHOLDER_XATTR, is_marked_placeholder
 from tether.errors import SandboxError
 
 # Relative to a home directory: credentials and configuration a command must never read.
@@ -158,9 +159,6 @@ class Pinned:
     placeholders: tuple[Path, ...]
 
 
-PLACEHOLDER_XATTR = "user.tether.placeholder"
-
-
 def _lock_path(workspace: Path) -> Path:
     """One lock file per workspace, shared by every Tether process of this user."""
     try:
@@ -245,19 +243,15 @@ def _create_placeholder(path: Path) -> tuple[int, int] | None:
 
 
 def _is_placeholder(path: Path, made: list[tuple[Path, int, int]]) -> bool:
-    """An empty regular file that is marked as ours, or that this very run created."""
+    """An empty regular file that this very run created, or that is marked as ours."""
     try:
         st = os.lstat(path)
     except OSError:
         return False
-    if not stat.S_ISREG(st.st_mode) or st.st_size != 0:
-        return False
-    if any(p == path and (dev, ino) == (st.st_dev, st.st_ino) for p, dev, ino in made):
+    made_here = any(p == path and (dev, ino) == (st.st_dev, st.st_ino) for p, dev, ino in made)
+    if made_here and stat.S_ISREG(st.st_mode) and st.st_size == 0:
         return True
-    try:
-        return os.getxattr(path, PLACEHOLDER_XATTR, follow_symlinks=False) == b"1"
-    except OSError:
-        return False
+    return is_marked_placeholder(path, st)
 
 
 def placeholder_excludes(workspace: Path, placeholders: tuple[Path, ...]) -> list[str]:
