@@ -234,6 +234,7 @@ class Demo:
         self.console.print(f"  → [red]{result['state']}[/]; the model is told: {result['text']}")
         self._check(bool(self.questions), "the editor was asked about `git commit`")
         self._check(result["state"] == "denied", "the user's Deny stopped the commit")
+        self._check(self.answer["message"] in result["text"], "the user's reason reached the model")
         self._check(len(_git(workspace, "log", "--oneline").splitlines()) == 1, "nothing was committed")
 
         work = (
@@ -290,15 +291,20 @@ class Demo:
 
     def _on_approve(self, params: Any) -> dict[str, Any]:
         """The editor's approval dialog: show the question, give the scripted answer."""
+        from rich.markup import escape
+
         question = _as_dict(params)
         self.questions.append(question)
         always = question.get("always") or {}
         self.console.print(
-            f"  [yellow]editor asks:[/] {question.get('command')} — {question.get('reason')} "
-            f"[{question.get('rule')}]; sandbox network {(question.get('sandbox') or {}).get('network')}"
+            f"  [yellow]editor asks:[/] {escape(str(question.get('command')))} — "
+            + escape(
+                f"{question.get('reason')} [{question.get('rule')}]; "
+                f"sandbox network {(question.get('sandbox') or {}).get('network')}"
+            )
         )
         if always:
-            self.console.print(f'  [dim]  "Always allow" would add to {always.get("file")}[/]')
+            self.console.print(f'  [dim]  "Always allow" would add to {escape(str(always.get("file")))}[/]')
         self.console.print(f"  [yellow]user:[/] Deny — {self.answer.get('message')!r}")
         return self.answer
 
