@@ -81,6 +81,39 @@ def test_examples_are_checked_with_the_policy_parser() -> None:
     assert example_failures(rule(["git", "commit"], match=["git 'commit' \"-m\" x"]), command_argvs) == []
 
 
+def test_examples_see_git_global_options_as_the_policy_does() -> None:
+    """An example is matched the way a command is: the docs' own `git -C . commit` example must
+    load, and an allow rule's `not_match` for `git -c … commit` must hold (it is not allowed)."""
+    allow = rule(
+        ["git", "commit"],
+        match=["git -C . commit -m x", "git --no-pager commit"],
+        not_match=["git -c core.fsmonitor=x commit", "git --git-dir .git commit"],
+    )
+    assert example_failures(allow, command_argvs) == []
+    deny = rule(
+        ["git", "push"],
+        "deny",
+        match=["git -C . push", "git -c a.b=c push", "git --git-dir x --work-tree y --namespace n push"],
+    )
+    assert example_failures(deny, command_argvs) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["git", "-c", "a.b=c", "push"],
+        ["git", "--git-dir", "x", "push"],
+        ["git", "--work-tree", "y", "--namespace", "n", "push"],
+        ["git", "--super-prefix", "p/", "push"],
+        ["git", "--config-env", "a.b=HOME", "push"],
+    ],
+)
+def test_a_deny_or_ask_rule_sees_through_every_global_option(argv: list[str]) -> None:
+    for decision in ("deny", "ask"):
+        assert rule(["git", "push"], decision).applies_to(argv)
+    assert not rule(["git", "push"]).applies_to(argv)  # allow: only -C and --no-pager are dropped
+
+
 def test_an_approved_segment_becomes_its_program_and_subcommand() -> None:
     made = rule_for_segment(["git", "commit", "-m", "wip"], "approved in the editor")
     assert made.pattern == ("git", "commit")

@@ -79,6 +79,22 @@ def git_plain(argv: Sequence[str]) -> list[str]:
     return [argv[0], *argv[at:]] if at is not None else list(argv)
 
 
+_GLOBALS_WITH_A_VALUE = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
+)
+
+
+def git_without_globals(argv: Sequence[str]) -> list[str]:
+    """`git -c k=v --git-dir x log …` → `git log …`: the form *deny* and *ask* rules are matched on,
+    so no global option slips a command past them (git_plain is the narrower form for allow)."""
+    if not argv or argv[0] != "git":
+        return list(argv)
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _GLOBALS_WITH_A_VALUE else 1
+    return [argv[0], *argv[i:]]
+
+
 def git_beyond_rules(argv: Sequence[str]) -> str | None:
     """Why no rule may allow this git command, or None: a global option other than `-C` and
     `--no-pager`, or an option whose value git runs as a program (`rebase --exec`, `fetch

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from tether.core.policy.asks import ask_for, git_beyond_rules, git_plain, workspace_program
+from tether.core.policy.asks import ask_for, git_beyond_rules, git_without_globals, workspace_program
 from tether.core.policy.lex import Word
 from tether.core.policy.parse import parse
 from tether.core.policy.paths import PathCheck, bare_repository_trap, check_path, resolve_checked
@@ -289,15 +289,6 @@ def _prefix(rule_words: Sequence[str], argv: Sequence[str]) -> bool:
     return bool(rule_words) and list(argv[: len(rule_words)]) == list(rule_words)
 
 
-def _git_normalized(argv: Sequence[str]) -> list[str]:
-    """`git -C x --no-pager log …` → `git log …`, so deny rules like `git log` still match."""
-    out = [argv[0]]
-    i = 1
-    while i < len(argv) and argv[i].startswith("-"):
-        i += 2 if argv[i] in ("-C", "-c") else 1
-    return out + list(argv[i:])
-
-
 def _check_command(
     raw: RawCommand, mode: Mode, workspace: Path, settings: PolicySettings, base: str = ""
 ) -> tuple[Segment, bool, Ask | None]:
@@ -314,13 +305,9 @@ def _check_command(
     literal_argv = (name, *(w.value for w in raw.args))
     for rule in settings.denied:
         words = _words(rule)
-        if _prefix(words, argv) or (name == "git" and _prefix(words, _git_normalized(argv))):
+        if _prefix(words, argv) or _prefix(words, git_without_globals(argv)):
             raise Deny("user.denied", f"`{' '.join(words)}` is denied by your configuration", program=name)
-    data_rule = strictest(settings.rules, *((argv, _git_normalized(argv)) if name == "git" else (argv,)))
-    if data_rule is not None and data_rule.decision == "allow" and name == "git":
-        # deny and ask rules see git without any global option; an allow rule only without -C and
-        # --no-pager: `git commit` must not allow `git -c core.fsmonitor=… commit`
-        data_rule = strictest(settings.rules, argv, git_plain(argv))
+    data_rule = strictest(settings.rules, argv)
     if data_rule is not None and data_rule.decision == "deny":
         raise Deny(data_rule.id, data_rule.reason(), program=name)
     ask: Ask | None = None

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from tether.core.policy.asks import git_plain
+from tether.core.policy.asks import git_plain, git_without_globals
 from tether.core.policy.parse import parse
 from tether.core.policy.types import Deny
 from tether.core.policy.walk import walk
@@ -71,7 +71,19 @@ class Rule:
         """`npm run {build|test}`: how people read the pattern."""
         return " ".join(w if isinstance(w, str) else "{" + "|".join(w) + "}" for w in self.pattern)
 
+    def applies_to(self, argv: Sequence[str]) -> bool:
+        """Whether the rule decides this simple command, as the policy matches it: git's global
+        options are dropped first — all of them for a deny or ask rule (`git -c k=v push` is still
+        `git push`), only `-C DIR` and `--no-pager` for an allow rule (`git commit` must not allow
+        `git -c core.fsmonitor=… commit`)."""
+        if self.matches(argv):
+            return True
+        if not argv or argv[0] != "git":
+            return False
+        return self.matches(git_plain(argv) if self.decision == "allow" else git_without_globals(argv))
+
     def matches(self, argv: Sequence[str]) -> bool:
+        """The pattern as a prefix of `argv`, word for word."""
         if len(argv) < len(self.pattern):
             return False
         for want, word in zip(self.pattern, argv, strict=False):
@@ -110,11 +122,11 @@ class Rule:
         return table
 
 
-def strictest(rules: Sequence[Rule], *argvs: Sequence[str]) -> Rule | None:
-    """The strictest rule matching any of `argvs` (the same segment, normalised more than one way)."""
+def strictest(rules: Sequence[Rule], argv: Sequence[str]) -> Rule | None:
+    """The strictest rule that applies to this simple command: deny over ask over allow."""
     found: Rule | None = None
     for rule in rules:
-        if any(rule.matches(argv) for argv in argvs) and (
+        if rule.applies_to(argv) and (
             found is None or STRICTNESS[rule.decision] > STRICTNESS[found.decision]
         ):
             found = rule
@@ -179,10 +191,10 @@ def example_failures(rule: Rule, split: Splitter) -> list[str]:
     """What is wrong with `rule`'s examples (empty: they all hold)."""
     failures: list[str] = []
     for example in rule.match:
-        if not any(rule.matches(argv) for argv in _split(split, example)):
+        if not any(rule.applies_to(argv) for argv in _split(split, example)):
             failures.append(f"`match` example `{example}` does not match `{rule.pattern_text}`")
     for example in rule.not_match:
-        if any(rule.matches(argv) for argv in _split(split, example)):
+        if any(rule.applies_to(argv) for argv in _split(split, example)):
             failures.append(f"`not_match` example `{example}` matches `{rule.pattern_text}`")
     return failures
 
