@@ -404,21 +404,24 @@ def test_a_checkpoint_taken_while_a_command_runs_leaves_the_sandbox_placeholders
     assert tree(repo) == before  # no placeholder came back as a file
 
 
-def test_marking_a_file_as_a_placeholder_does_not_hide_its_loss(tmp_path: Path) -> None:
-    """The agent empties a tracked file and dresses it as a placeholder: the next checkpoint records
-    the file as gone, and rolling back the call brings its content back."""
+def test_a_file_marked_like_a_placeholder_by_a_command_is_still_recorded(tmp_path: Path) -> None:
+    """A command can set the sandbox's mark on files of its own: only the paths the sandbox listed
+    are left out, so rolling the call back still removes a planted file and restores an emptied one."""
     repo = init_repo(tmp_path / "r", {"notes.txt": "keep me\n"})
     _xattrs_or_skip(repo)
     store = Checkpoints(repo, CheckpointSettings())
     store.create("before the call")
-    notes = repo / "notes.txt"
+    before = tree(repo)
+    notes, planted = repo / "notes.txt", repo / ".envrc"
     notes.write_bytes(b"")
-    os.setxattr(notes, PLACEHOLDER_XATTR, b"1")
-    notes.chmod(0o444)
+    planted.write_bytes(b"")
+    for dressed in (notes, planted):
+        os.setxattr(dressed, PLACEHOLDER_XATTR, b"1")
+        dressed.chmod(0o444)
     cp = store.create("after the call")
-    assert "notes.txt" not in snapshot_files(repo, cp.commit)
+    assert {"notes.txt", ".envrc"} <= set(snapshot_files(repo, cp.commit))
     store.rollback(steps=2)  # the last call, then the one before it: back to "before the call"
-    assert notes.read_text() == "keep me\n"
+    assert tree(repo) == before
 
 
 # --- hostile repository configuration ---------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tether.core.config import SandboxSettings
+from tether.core.placeholders import recorded_placeholders
 from tether.core.sandbox import BackendStatus, RunRequest, probe, select_runner
 from tether.core.sandbox.bwrap import bwrap_args
 from tether.core.sandbox.firejail import firejail_args
@@ -149,7 +150,10 @@ def test_placeholders_exist_during_the_run_and_vanish_after(tmp_path: Path) -> N
         with pinned_protected(tmp_path, protected) as inner:  # a concurrent run shares them
             assert set(inner.placeholders) == set(pinned.placeholders)
         assert (tmp_path / ".envrc").is_file()
+        # listed for checkpoints, out of the sandbox's reach, until the last run is out
+        assert recorded_placeholders(tmp_path) == {str(p) for p in pinned.placeholders}
     assert sorted(p.name for p in tmp_path.iterdir()) == [".git"]
+    assert recorded_placeholders(tmp_path) == frozenset()
 
 
 def test_placeholder_with_content_is_left_alone(tmp_path: Path) -> None:

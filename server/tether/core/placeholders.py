@@ -4,12 +4,22 @@ Why this is its own module: the sandbox makes an empty, read-only file marked wi
 a protected path is missing (a mount needs a mount point), and checkpoints must never record one —
 a checkpoint taken while a command runs would otherwise snapshot a file the user never had, and a
 rollback would create it. Both sides need the same test; neither should import the other.
+
+Why a registry besides the mark: a command in the sandbox can set the same xattr on a file of its
+own. Were the mark enough, such a file would be left out of every checkpoint, and a rollback would
+leave it behind. So checkpoints skip only the paths the sandbox itself listed, in a file in the
+user's state directory (beside the workspace's lock, out of the sandbox's reach), and only while
+the file there still carries the mark.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from pathlib import Path
+
+from tether.core.lockfiles import lock_file
 
 PLACEHOLDER_XATTR = "user.tether.placeholder"
 
@@ -26,3 +36,36 @@ def is_marked_placeholder(path: str | os.PathLike[str], st: os.stat_result) -> b
         return os.getxattr(path, PLACEHOLDER_XATTR, follow_symlinks=False) == b"1"
     except OSError:
         return False
+
+
+def _registry(workspace: Path) -> Path:
+    return lock_file(str(workspace)).with_suffix(".placeholders")
+
+
+def record_placeholders(workspace: Path, paths: tuple[Path, ...]) -> None:
+    """Add `paths` to the workspace's registry (atomically: a reader sees the old or the new list).
+
+    Concurrent runs may each add: the list is the union of what is there and `paths`. Two runs
+    racing can drop one's entries; such a placeholder is then recorded by a checkpoint as an empty
+    file, as before the registry — never a loss of the user's data.
+    """
+    registry = _registry(workspace)
+    listed = recorded_placeholders(workspace) | {str(p) for p in paths}
+    temp = registry.with_suffix(f".tmp{os.getpid()}")
+    temp.write_bytes(b"".join(os.fsencode(p) + b"\0" for p in sorted(listed)))
+    temp.replace(registry)
+
+
+def recorded_placeholders(workspace: Path) -> frozenset[str]:
+    """The absolute paths the sandbox made placeholders at in `workspace` (empty when none)."""
+    try:
+        data = _registry(workspace).read_bytes()
+    except OSError:
+        return frozenset()
+    return frozenset(os.fsdecode(p) for p in data.split(b"\0") if p)
+
+
+def forget_placeholders(workspace: Path) -> None:
+    """The last run out removed the placeholders: the registry goes too."""
+    with contextlib.suppress(OSError):
+        _registry(workspace).unlink()

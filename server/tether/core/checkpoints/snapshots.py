@@ -48,7 +48,7 @@ from tether.core.checkpoints.store import (
 )
 from tether.core.config import CheckpointSettings, user_state_dir
 from tether.core.gitcmd import Git
-from tether.core.placeholders import is_marked_placeholder
+from tether.core.placeholders import is_marked_placeholder, recorded_placeholders
 from tether.core.redact import redact_text
 from tether.errors import CheckpointError, CheckpointRefused
 
@@ -347,6 +347,7 @@ class Checkpoints:
         nested: list[str] = []
         heads: dict[str, str] = {}  # nested repositories with a commit: recorded as gitlinks
         placeholders: list[str] = []  # the sandbox's, for a command running now: never recorded
+        pinned = recorded_placeholders(self.workspace)
         for i, entry in enumerate(candidates):
             rel = entry.rstrip("/")
             candidates[i] = rel
@@ -364,7 +365,7 @@ class Checkpoints:
             except OSError:
                 add.append(rel)  # deleted since the status: `--remove` records the deletion
                 continue
-            if is_marked_placeholder(full, st):
+            if full in pinned and is_marked_placeholder(full, st):
                 placeholders.append(rel)  # also out of the index if an older version recorded it
             elif stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
                 big.append(rel)

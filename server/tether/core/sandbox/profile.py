@@ -18,7 +18,12 @@ from pathlib import Path
 import platformdirs
 
 from tether.core.lockfiles import lock_file
-from tether.core.placeholders import PLACEHOLDER_XATTR, is_marked_placeholder
+from tether.core.placeholders import (
+    PLACEHOLDER_XATTR,
+    forget_placeholders,
+    is_marked_placeholder,
+    record_placeholders,
+)
 from tether.errors import SandboxError
 
 # Relative to a home directory: credentials and configuration a command must never read.
@@ -211,6 +216,11 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
                 made.append((target, *created))
             paths.append(target)
         placeholders = tuple(p for p in paths if _is_placeholder(p, made))
+        if placeholders:
+            try:
+                record_placeholders(workspace, placeholders)  # so checkpoints leave them out
+            except OSError as exc:
+                raise SandboxError(f"refusing to run: cannot list the sandbox's placeholders: {exc}") from exc
         yield Pinned(tuple(paths), placeholders)
     finally:
         try:
@@ -222,6 +232,7 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
                 if _is_placeholder(path, made):
                     with suppress(OSError):
                         os.unlink(path)
+            forget_placeholders(workspace)
         finally:
             os.close(lock_fd)  # also releases the flock
 
