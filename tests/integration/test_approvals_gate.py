@@ -311,6 +311,9 @@ def _head_commits(workspace: Path) -> int:
         "make lint && git commit --allow-empty -q -m x",
         "git commit --allow-empty -q -m x; make lint",
         "git commit --allow-empty -q -m x | make lint",
+        # read-only in read mode, but they start the toolchain the work tree names
+        "cargo --version && git commit --allow-empty -q -m x",
+        "python3 --version && git commit --allow-empty -q -m x",
     ],
 )
 def test_an_asked_git_command_never_shares_a_writable_git_with_another_program(

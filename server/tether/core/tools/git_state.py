@@ -155,9 +155,22 @@ def _nothing_through_new_links(decision: Decision) -> None:
             rewritten = True
 
 
+_INERT_BESIDE_GIT = frozenset(
+    {
+        "basename", "cat", "comm", "cut", "date", "diff", "dirname", "du", "echo", "false", "fgrep",
+        "find", "grep", "egrep", "head", "ls", "nl", "printf", "pwd", "realpath", "rg", "sleep",
+        "sort", "stat", "tac", "tail", "tr", "tree", "true", "uniq", "wc",
+    }
+)  # fmt: skip
+"""Programs that only read files and print: what may share a command with a git that has `.git`
+writable. Read mode allows more — `cargo --version`, `python3 --version` — but those start
+whatever toolchain the work tree names (`rust-toolchain.toml`, a virtualenv), agent-made code."""
+
+
 def _only_git_beside(decision: Decision, ws: Path, config: EffectiveConfig, cwd: Path) -> None:
-    """Git shares the writable `.git` only with `cd` and read-only commands: `make lint && git
-    commit` would let an agent-written Makefile delete the repository's objects."""
+    """Git shares the writable `.git` only with `cd` and inert read-only programs: `make lint &&
+    git commit` would let an agent-written Makefile delete the repository's objects, and `cargo
+    --version` would run the toolchain an agent-written `rust-toolchain.toml` names."""
     for segment in decision.segments:
         name = segment.argv[0] if segment.argv else ""
         if name in ("git", "cd"):
@@ -165,7 +178,8 @@ def _only_git_beside(decision: Decision, ws: Path, config: EffectiveConfig, cwd:
         # The read-mode check sees the words as written; a glob would be checked as its pattern, not
         # what bash runs (`find [-]delete` with a file named `-delete`): no globs beside git here.
         globbed = any(c in _GLOB for word in segment.argv for c in word)
-        if not globbed and decide_argv(segment.argv, "read", ws, config.policy, cwd=cwd).allowed:
+        read_only = not globbed and decide_argv(segment.argv, "read", ws, config.policy, cwd=cwd).allowed
+        if read_only and name in _INERT_BESIDE_GIT:
             continue
         shown = " ".join(segment.argv)
         raise _refusal(
