@@ -150,3 +150,56 @@ def test_a_protected_path_that_is_a_symlink_refuses_writing_commands_with_a_way_
     assert "Replace the link" in result.text
     assert gate.call("bash_command", {"command": "cat notes.txt"}).ok  # read-only commands still run
     assert (ws / ".envrc").is_symlink()
+
+
+REWRITE_SUBMODULE_GIT = """\
+for path in ("lib/.git", "later/.git"):
+    try:
+        with open(path, "w") as f:
+            f.write("gitdir: ../evil\\n")  # the user's next `git status` would obey ../evil/config
+        print("wrote", path)
+    except OSError as exc:
+        print("refused", path, exc.errno)
+with open("lib/new.txt", "w") as f:  # the submodule's own files stay the agent's to edit
+    f.write("x\\n")
+"""
+
+
+def test_a_command_cannot_repoint_a_submodules_git(ws: Path) -> None:
+    """No approval needed before: any program the policy allows (here a script in workspace mode)
+    could point `lib/.git` at a gitdir it made, whose fsmonitor the user's `git status` runs."""
+    origin = ws.parent / f"{ws.name}-origin"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    subprocess.run(["git", "init", "-q", str(origin)], check=True)
+    subprocess.run(
+        ["git", "-C", str(origin), "commit", "-q", "--allow-empty", "-m", "s"], check=True, env=env
+    )
+    for name in ("lib", "later"):
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ws),
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                str(origin),
+                name,
+            ],
+            check=True,
+            env=env,
+        )
+    subprocess.run(["git", "-C", str(ws), "commit", "-q", "-m", "submodules"], check=True, env=env)
+    subprocess.run(["git", "-C", str(ws), "submodule", "deinit", "-q", "-f", "later"], check=True)
+    assert list((ws / "later").iterdir()) == []  # not checked out: an empty directory
+    before = (ws / "lib" / ".git").read_text()
+    (ws / "rewrite.py").write_text(REWRITE_SUBMODULE_GIT)
+    result = _gate(ws, "read,command,workspace").call("bash_command", {"command": "python3 rewrite.py"})
+    assert result.ok, (result.text, result.result)
+    assert "wrote" not in result.result["stdout"], result.result["stdout"]
+    assert (ws / "lib" / ".git").read_text() == before
+    assert not (ws / "later" / ".git").exists()
+    assert (ws / "lib" / "new.txt").read_text() == "x\n"

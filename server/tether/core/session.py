@@ -37,6 +37,7 @@ from tether.core.config import (
     user_config_path,
 )
 from tether.core.gate import EventSink, Gate, GateResult
+from tether.core.gitlinks import submodule_git_paths
 from tether.core.network.rules import NetworkSettings
 from tether.core.permissions import Permissions, format_permissions, parse_permissions
 from tether.core.policy import protected_write_paths
@@ -52,7 +53,7 @@ from tether.core.sandbox import (
 from tether.core.sandbox.env import path_tools_inside, rejected_passthrough
 from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import DocumentSource, Tool
-from tether.errors import ConfigError
+from tether.errors import CheckpointError, ConfigError, SandboxError
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,13 @@ class Session:
         return runner.run(request), runner.name
 
     def protected_paths(self) -> tuple[Path, ...]:
-        """Absolute paths no tool or command may write (the sandbox keeps them read-only)."""
-        return tuple(Path(p) for p in protected_write_paths(self.workspace, self.config.policy))
+        """Absolute paths no tool or command may write (the sandbox keeps them read-only), the
+        `.git` of the repository's submodules included (docs/sandbox.md)."""
+        paths = tuple(Path(p) for p in protected_write_paths(self.workspace, self.config.policy))
+        try:
+            return paths + submodule_git_paths(self.workspace)
+        except CheckpointError as exc:
+            raise SandboxError(f"refusing to run: {exc}") from exc
 
     def sandbox_report(self) -> dict[str, Any]:
         """`probe_sandboxes()` plus what this session's config chose and refuses to pass."""

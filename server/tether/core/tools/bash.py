@@ -24,6 +24,7 @@ from typing import Any
 
 from tether.core.approvals import ApprovalNeed, AskedSegment
 from tether.core.config import EffectiveConfig, Transform
+from tether.core.gitlinks import submodule_git_paths
 from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
@@ -33,7 +34,7 @@ from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.git_state import changes_git_state, repository_lock
 from tether.core.tools.git_tool import commit_identity
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
-from tether.errors import PolicyDenied, SandboxUnavailable, ToolInputError
+from tether.errors import CheckpointError, PolicyDenied, SandboxError, SandboxUnavailable, ToolInputError
 
 TRUNCATION_SUGGESTION = "Use output filtering or pagination"
 _SHELL_CHARS = frozenset("|&;<>()$`\\\"'*?[]{}~#\n")
@@ -330,7 +331,7 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
         timeout=sandbox.command_timeout,
         max_output_bytes=sandbox.max_output_bytes,
         # PATH tools inside the workspace (an activated .venv) are in this list too: see Gate.
-        protected=_protected(ws, ctx.config, git_state),
+        protected=_protected(ws, ctx.config, git_state, read_only=permission == "read"),
         git_state=git_state,
         env_passthrough=sandbox.env_passthrough,
         max_parallel=sandbox.max_parallel,
@@ -340,8 +341,16 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
 GIT_KEPT_READ_ONLY = ("hooks", "config", "info", "tether", "modules", "objects/info")
 
 
-def _protected(ws: Path, config: EffectiveConfig, git_state: bool) -> tuple[Path, ...]:
+def _protected(ws: Path, config: EffectiveConfig, git_state: bool, *, read_only: bool) -> tuple[Path, ...]:
     paths = tuple(protected_write_paths(ws, config.policy))
+    if read_only:
+        return paths  # the whole workspace is read-only
+    try:
+        paths += submodule_git_paths(ws)  # the user's `git status` looks into them
+    except CheckpointError as exc:
+        raise SandboxError(
+            f"refusing to run a command that can write: {exc}; run `git status` to see why"
+        ) from exc
     git_dir = ws / ".git"
     if not git_state or not git_dir.is_dir() or git_dir.is_symlink():
         return paths
