@@ -611,3 +611,49 @@ def test_a_rollback_waits_for_a_command_with_a_writable_git(tmp_path: Path) -> N
     result = _waits_for(root_lock, lambda: session.gate.rollback(steps=1))
     assert result.ok, result.text
     assert not (workspace / "a.txt").exists()
+
+
+def test_no_untracked_repository_can_become_a_submodule(tmp_path: Path) -> None:
+    """An approved `git add .` records an agent-made repository as a submodule (git only warns);
+    the user's `git status` then looks into it and runs the `core.fsmonitor` its config names —
+    outside the sandbox. Refused before anyone is asked while such a repository lies untracked."""
+    workspace = _repository(tmp_path)
+    sub = workspace / "vendor" / "sub"
+    subprocess.run(["git", "init", "-q", str(sub)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(sub),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "s",
+        ],
+        check=True,
+    )
+    with open(sub / ".git" / "config", "a", encoding="utf-8") as config:
+        config.write(f'[core]\n\tfsmonitor = "touch {workspace}/.git/planted; false"\n')
+    (workspace / "notes.txt").write_text("n\n")
+    _refused_before_asking(workspace, "git add .", "git.untracked_repository")
+    _refused_before_asking(workspace, "git add notes.txt && git commit -q -m x", "git.untracked_repository")
+    index = subprocess.run(
+        ["git", "-C", str(workspace), "ls-files", "--stage"], capture_output=True, text=True, check=True
+    )
+    assert "160000" not in index.stdout
+    # a commit records no new path: it still runs, with the person's leave
+    approver = Recorder(ApprovalAnswer("allow_once"), ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    ok = session.gate.call("bash_command", {"command": "git commit --allow-empty -q -m y"})
+    assert ok.state == "executed", ok.text
+    # ignored, it is out of `git add .`'s reach, but not of `git add -f`
+    (workspace / ".gitignore").write_text("vendor/\n")
+    _refused_before_asking(workspace, "git add -f vendor/sub", "git.untracked_repository")
+    added = session.gate.call("bash_command", {"command": "git add notes.txt .gitignore"})
+    assert added.state == "executed", added.text
+    assert not (workspace / ".git" / "planted").exists()

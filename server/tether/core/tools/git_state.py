@@ -68,7 +68,57 @@ def changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd
     _nothing_through_new_links(decision)
     _only_this_repository(decision, ws, cwd)
     _no_link_on_an_index_path(ws)
+    _no_repository_git_could_record(decision, ws)
     return True
+
+
+_RECORD_NO_NEW_PATH = frozenset(
+    {"commit", "tag", "branch", "notes", "push", "fetch", "remote", "gc", "prune", "repack"}
+)
+"""Subcommands that never bring a path the index lacks into it (`commit -a` and `commit PATH`
+take tracked files only). `stash` is not one: `stash pop` brings back whatever was stashed."""
+
+
+def _no_repository_git_could_record(decision: Decision, ws: Path) -> None:
+    """No repository lies in the work tree untracked, where a git command could record it as a
+    submodule (`git add .` does, with a warning; so do `apply --index`, a checkout, a merge). The
+    user's `git status` looks into every submodule, with that repository's config: an agent-made
+    one naming a `core.fsmonitor` program would have it run outside the sandbox. Ignored ones count
+    only beside `git add -f`, which can add them; untracked files are listed without refreshing
+    (and so writing) the user's index."""
+    subcommands = {git_subcommand(s.argv) for s in decision.segments if s.argv and s.argv[0] == "git"}
+    if subcommands <= _RECORD_NO_NEW_PATH:
+        return
+    git = Git(git_dir=ws / ".git", work_tree=ws)
+    forced = any(
+        git_subcommand(s.argv) == "add" and any(a in ("-f", "--force") for a in s.argv)
+        for s in decision.segments
+        if s.argv and s.argv[0] == "git"
+    )
+    try:
+        listed = git.run("ls-files", "-z", "--others", "--exclude-standard").stdout.split(b"\0")
+        if forced:  # every ignored file: `--directory` would hide a repository deeper in an ignored one
+            listed += git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard").stdout.split(
+                b"\0"
+            )
+    except CheckpointError as exc:
+        raise _refusal(
+            "git.untracked_repository",
+            f"the work tree could not be listed ({exc}), so it cannot be checked for repositories",
+            "run `git status` yourself to see what is wrong",
+            "git",
+        ) from exc
+    for entry in listed:
+        name = os.fsdecode(entry)
+        if name.endswith("/") and os.path.lexists(ws / name / ".git"):
+            raise _refusal(
+                "git.untracked_repository",
+                f"the work tree holds a repository git does not track, `{name}`: with `.git` writable, a "
+                "git command could record it as a submodule, and your own `git status` would then obey "
+                "its config (a `core.fsmonitor` program runs outside the sandbox)",
+                f"move `{name}` out of the workspace (or delete it), or run the git command yourself",
+                "git",
+            )
 
 
 def _no_link_on_an_index_path(ws: Path) -> None:
