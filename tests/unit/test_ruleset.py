@@ -253,6 +253,27 @@ def test_a_deny_rule_cannot_be_dodged(tmp_path: Path, dodge: str) -> None:
     assert not verdict.allowed, dodge
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git --work-tree . push",
+        "git --namespace n push",
+        "git --super-prefix p/ push",
+        "git --config-env core.fsmonitor=HOME push",
+        "git --config-env=core.fsmonitor=HOME push",
+        "git -c core.fsmonitor=x push",
+    ],
+)
+def test_an_ask_rule_never_widens_a_git_command_no_rule_may_allow(tmp_path: Path, command: str) -> None:
+    """Your ask rule may turn a built-in deny into a question, but not for git with a global
+    option git runs programs through: the built-in deny stands, never a question."""
+    settings = settings_with(rule(["git", "push"], "ask"))
+    assert decide("git push", "command", tmp_path, settings).asks  # the rule itself still asks
+    verdict = decide(command, "command", tmp_path, settings)
+    assert not verdict.allowed
+    assert not verdict.asks, (command, verdict.rule)
+
+
 def test_git_global_options_do_not_dodge_a_rule(tmp_path: Path) -> None:
     settings = settings_with(rule(["git", "push"], "deny"))
     for dodge in ("git push", "git -C . push", "git --no-pager push origin"):

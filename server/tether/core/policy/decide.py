@@ -313,7 +313,10 @@ def _check_command(
     ask: Ask | None = None
     rule_ask: Ask | None = None  # an ask rule that only narrows: applied once the checks pass
     if data_rule is not None and data_rule.decision == "ask":
-        if mode != "read" and data_rule.source.layer in ("user", "managed"):
+        # Your own ask rule may widen a built-in deny to a question — never for a git command no
+        # rule may allow (`git --config-env core.fsmonitor=X push` under an ask rule for `git push`)
+        widens = mode != "read" and data_rule.source.layer in ("user", "managed")
+        if widens and not (name == "git" and git_beyond_rules(argv) is not None):
             ask = Ask(literal_argv, data_rule.id, data_rule.reason())  # may widen a deny to an ask
         else:
             rule_ask = Ask(literal_argv, data_rule.id, data_rule.reason())
