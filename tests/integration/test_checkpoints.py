@@ -13,7 +13,8 @@ from _checkpoint_support import fingerprint, git, init_repo, listing, snapshot_f
 
 from tether.core.checkpoints import Checkpoints
 from tether.core.config import CheckpointSettings, user_state_dir
-from tether.core.placeholders import PLACEHOLDER_XATTR
+from tether.core.placeholders import PLACEHOLDER_XATTR, forget_placeholders, record_placeholders
+from tether.core.sandbox import profile
 from tether.core.sandbox.profile import pinned_protected
 from tether.core.sandbox.protected import protected_paths
 from tether.errors import CheckpointError, CheckpointRefused
@@ -402,6 +403,57 @@ def test_a_checkpoint_taken_while_a_command_runs_leaves_the_sandbox_placeholders
     (repo / "a.txt").write_text("changed\n")
     store.rollback(to=cp.id)
     assert tree(repo) == before  # no placeholder came back as a file
+
+
+def test_placeholders_are_listed_before_they_are_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint taken while the sandbox is still making its placeholders leaves out the ones
+    already made: each is listed before any exists, and appears already marked and read-only."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    _xattrs_or_skip(repo)
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("before")
+    made = profile._create_placeholder
+    taken: list[str] = []
+
+    def checkpoint_meanwhile(path: Path, temp: Path) -> tuple[int, int] | None:
+        created = made(path, temp)
+        if not taken:
+            taken.append(store.create("meanwhile").commit)
+        return created
+
+    monkeypatch.setattr(profile, "_create_placeholder", checkpoint_meanwhile)
+    with pinned_protected(repo, (repo / ".envrc", repo / ".vscode")):
+        pass
+    assert snapshot_files(repo, taken[0]) == ["a.txt"]
+
+
+def test_a_placeholder_once_recorded_leaves_the_snapshot(tmp_path: Path) -> None:
+    """Recorded once (by an older version, or in a race), an unchanged placeholder never shows in
+    `git status` again: it must leave the private index all the same."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    _xattrs_or_skip(repo)
+    store = Checkpoints(repo, CheckpointSettings())
+    with pinned_protected(repo, (repo / ".envrc",)):
+        forget_placeholders(repo)  # as if listed too late
+        assert ".envrc" in snapshot_files(repo, store.create("recorded").commit)
+        record_placeholders(repo, [repo / ".envrc"])
+        assert ".envrc" not in snapshot_files(repo, store.create("left out").commit)
+
+
+def test_a_file_rolled_back_over_a_placeholder_gets_a_normal_mode(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n", ".envrc": "export A=1\n"})
+    _xattrs_or_skip(repo)
+    (repo / ".envrc").chmod(0o644)
+    store = Checkpoints(repo, CheckpointSettings())
+    cp = store.create("before")
+    (repo / ".envrc").unlink()
+    with pinned_protected(repo, (repo / ".envrc",)) as pinned:
+        assert pinned.placeholders == (repo / ".envrc",)
+        store.rollback(to=cp.id)
+    assert (repo / ".envrc").read_text() == "export A=1\n"
+    assert stat.S_IMODE((repo / ".envrc").stat().st_mode) & 0o200  # writable, not the placeholder's 0444
 
 
 def test_a_file_marked_like_a_placeholder_by_a_command_is_still_recorded(tmp_path: Path) -> None:

@@ -4,11 +4,13 @@ and fail-closed backend selection."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from tether.core.config import SandboxSettings
+from tether.core.lockfiles import lock_file
 from tether.core.placeholders import recorded_placeholders
 from tether.core.sandbox import BackendStatus, RunRequest, probe, select_runner
 from tether.core.sandbox.bwrap import bwrap_args
@@ -151,7 +153,7 @@ def test_placeholders_exist_during_the_run_and_vanish_after(tmp_path: Path) -> N
             assert set(inner.placeholders) == set(pinned.placeholders)
         assert (tmp_path / ".envrc").is_file()
         # listed for checkpoints, out of the sandbox's reach, until the last run is out
-        assert recorded_placeholders(tmp_path) == {str(p) for p in pinned.placeholders}
+        assert {str(p) for p in pinned.placeholders} <= recorded_placeholders(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".git"]
     assert recorded_placeholders(tmp_path) == frozenset()
 
@@ -271,3 +273,41 @@ def test_leftover_marked_placeholders_are_adopted_and_removed(tmp_path: Path) ->
         assert pinned.placeholders == (leftover,)
     assert not leftover.exists()
     assert users.exists()
+
+
+def test_a_read_only_run_out_last_removes_the_others_placeholders(tmp_path: Path) -> None:
+    """Read-only runs hold the lock too, with no placeholder of their own: the last one out must
+    still remove the ones a writable run made, or a checkpoint later records them as files."""
+    with pinned_protected(tmp_path, ()):  # the read-only run, started first, ends last
+        with pinned_protected(tmp_path, (tmp_path / ".envrc",)) as pinned:
+            assert pinned.placeholders == (tmp_path / ".envrc",)
+        assert (tmp_path / ".envrc").exists()  # the read-only run still holds the lock
+    assert list(tmp_path.iterdir()) == []
+    assert recorded_placeholders(tmp_path) == frozenset()
+
+
+def test_runs_in_many_threads_list_their_placeholders_without_refusing(tmp_path: Path) -> None:
+    """One registry per workspace, written by every run: concurrent writers must neither collide
+    on a temp file nor refuse to run."""
+    errors: list[BaseException] = []
+
+    def runs() -> None:
+        try:
+            for _ in range(40):
+                with pinned_protected(tmp_path, (tmp_path / ".envrc", tmp_path / ".vscode")):
+                    pass
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=runs) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_lock_files_take_any_path(tmp_path: Path) -> None:
+    odd = os.fsdecode(b"/tmp/odd-\xff\nworkspace")  # not UTF-8: a valid Linux path all the same
+    assert lock_file(odd) != lock_file("/tmp/odd")

@@ -19,7 +19,7 @@ import platformdirs
 def lock_file(key: str) -> Path:
     """The lock file for `key` (a workspace path, a repository's git directory, …); OSError when
     no folder for lock files can be created."""
-    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    digest = hashlib.sha256(os.fsencode(key)).hexdigest()[:32]  # a path need not be UTF-8
     folders = (
         Path(platformdirs.user_state_dir("tether")) / "sandbox-locks",
         Path(tempfile.gettempdir()) / f"tether-{os.getuid()}-locks",

@@ -15,8 +15,11 @@ the file there still carries the mark.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import stat
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from tether.core.lockfiles import lock_file
@@ -42,18 +45,26 @@ def _registry(workspace: Path) -> Path:
     return lock_file(str(workspace)).with_suffix(".placeholders")
 
 
-def record_placeholders(workspace: Path, paths: tuple[Path, ...]) -> None:
-    """Add `paths` to the workspace's registry (atomically: a reader sees the old or the new list).
-
-    Concurrent runs may each add: the list is the union of what is there and `paths`. Two runs
-    racing can drop one's entries; such a placeholder is then recorded by a checkpoint as an empty
-    file, as before the registry — never a loss of the user's data.
-    """
+def record_placeholders(workspace: Path, paths: Iterable[Path]) -> None:
+    """Add `paths` to the workspace's registry: under a lock of its own (concurrent runs each add,
+    none loses another's entries), through a unique temp file renamed into place (a checkpoint
+    reading meanwhile sees the old list or the new one)."""
     registry = _registry(workspace)
-    listed = recorded_placeholders(workspace) | {str(p) for p in paths}
-    temp = registry.with_suffix(f".tmp{os.getpid()}")
-    temp.write_bytes(b"".join(os.fsencode(p) + b"\0" for p in sorted(listed)))
-    temp.replace(registry)
+    lock = os.open(registry.with_suffix(".placeholders-lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        listed = recorded_placeholders(workspace) | {str(p) for p in paths}
+        fd, temp = tempfile.mkstemp(dir=registry.parent, prefix=registry.name + ".")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(b"".join(os.fsencode(p) + b"\0" for p in sorted(listed)))
+            os.replace(temp, registry)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+    finally:
+        os.close(lock)  # also releases the flock
 
 
 def recorded_placeholders(workspace: Path) -> frozenset[str]:
@@ -66,6 +77,7 @@ def recorded_placeholders(workspace: Path) -> frozenset[str]:
 
 
 def forget_placeholders(workspace: Path) -> None:
-    """The last run out removed the placeholders: the registry goes too."""
+    """The last run out removed the placeholders: the registry goes too (the caller holds the
+    workspace's lock exclusively, so no run is adding to it)."""
     with contextlib.suppress(OSError):
         _registry(workspace).unlink()

@@ -219,12 +219,13 @@ def _write_one(
 
 def _file_mode(path: Path, *, executable: bool, mask: int) -> int:
     """Git records only the executable bit. An existing file keeps its other permission bits (a
-    0600 secret stays 0600); a file written back gets the umask's, as `git checkout` does."""
+    0600 secret stays 0600); a file written back gets the umask's, as `git checkout` does — also
+    in place of the sandbox's read-only placeholder."""
     try:
         st = os.lstat(path)
     except OSError:
         st = None
-    if st is not None and stat.S_ISREG(st.st_mode):
+    if st is not None and stat.S_ISREG(st.st_mode) and not is_marked_placeholder(path, st):
         base = stat.S_IMODE(st.st_mode) & 0o666
         return base | ((base & 0o444) >> 2) if executable else base
     return (0o777 if executable else 0o666) & ~mask

@@ -346,11 +346,14 @@ class Checkpoints:
         add: list[str] = []
         nested: list[str] = []
         heads: dict[str, str] = {}  # nested repositories with a commit: recorded as gitlinks
-        placeholders: list[str] = []  # the sandbox's, for a command running now: never recorded
-        pinned = recorded_placeholders(self.workspace)
+        # The sandbox's placeholders, for a command running now: never recorded, and out of the
+        # index whatever the status says (one recorded earlier, unchanged, is not in the status).
+        placeholders = self._placeholders()
         for i, entry in enumerate(candidates):
             rel = entry.rstrip("/")
             candidates[i] = rel
+            if rel in placeholders:
+                continue  # removed from the index below
             if entry.endswith("/"):  # status names an untracked nested repository like this
                 head = _head_commit(self.workspace / rel)
                 if head is not None:
@@ -359,15 +362,12 @@ class Checkpoints:
                 else:
                     nested.append(rel)  # would be taken for a plain directory: keep out
                 continue
-            full = f"{self.workspace}/{rel}"
             try:
-                st = os.lstat(full)  # not pathlib: 10 us a path on 250,000
+                st = os.lstat(f"{self.workspace}/{rel}")  # not pathlib: 10 us a path on 250,000
             except OSError:
                 add.append(rel)  # deleted since the status: `--remove` records the deletion
                 continue
-            if full in pinned and is_marked_placeholder(full, st):
-                placeholders.append(rel)  # also out of the index if an older version recorded it
-            elif stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
+            if stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
                 big.append(rel)
             else:
                 add.append(rel)
@@ -383,7 +383,7 @@ class Checkpoints:
         else:
             more_nested, vanished = _update_index(git, add, self.workspace)
             nested += more_nested
-        removals = big + nested + vanished + placeholders
+        removals = big + nested + vanished + sorted(placeholders)
         gitlinks.update(heads)
         gitlinks.difference_update(gone, removals)
         write_if_changed(loc.root / "gitlinks", b"".join(os.fsencode(p) + b"\0" for p in sorted(gitlinks)))
@@ -413,6 +413,22 @@ class Checkpoints:
             *(f"regenerated:{d}" for d in sorted(regenerated)),
         )
         return _Staged(tree, tuple(skipped), tuple(warnings))
+
+    def _placeholders(self) -> set[str]:
+        """The sandbox's placeholders in the work tree now, relative: listed by the sandbox in its
+        registry (a command cannot add to it) and still empty, read-only and marked."""
+        prefix = f"{self.workspace}/"
+        found: set[str] = set()
+        for full in recorded_placeholders(self.workspace):
+            if not full.startswith(prefix):
+                continue
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if is_marked_placeholder(full, st):
+                found.add(full[len(prefix) :])
+        return found
 
     def _ignored_files(
         self, git: Git, listing: builtins.list[str]
