@@ -115,6 +115,30 @@ def test_a_command_whose_wrapper_outlives_it_ends_with_its_own_status(script: st
     assert result.exit_code == status
 
 
+def test_a_wrapper_that_exits_right_after_its_command_is_not_stopped() -> None:
+    """Stopping a firejail sandbox takes it ~1 s: a wrapper that exits on its own a moment after
+    reporting (nothing was left behind; the usual case) must be let go, not stopped."""
+    stops: list[int] = []
+
+    def stop_if_running(pid: int) -> None:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            stops.append(pid)  # still running: this would stop it
+
+    with StartMarker() as marker:
+        wrapped = marker.shell_prefix(["bash", "-c", "exit 4"], report_exit=True)
+        spawn = Spawn(
+            argv=["/bin/sh", "-c", '"$@"; sleep 0.05', "wrapper", *wrapped],
+            env=dict(os.environ),
+            cwd=Path("/tmp"),
+            backend="test",
+            marker=marker,
+            stop_tree=stop_if_running,
+        )
+        result = run_spawn(spawn, _request(Path("/tmp")), None)
+    assert result.exit_code == 4
+    assert stops == []
+
+
 def test_firejail_refuses_paths_it_would_misparse(tmp_path: Path) -> None:
     ws = tmp_path / "a,b"
     with pytest.raises(SandboxUnavailable, match="comma"):

@@ -27,6 +27,9 @@ _READ_CHUNK = 65536
 _POLL_SECONDS = 0.05
 # After the command ended or was killed, how long stragglers holding the pipes may keep them open.
 _DRAIN_GRACE = 2.0
+# After the wrapper reported the command's exit: how long it may take to exit on its own (it does at
+# once, unless the command left a process behind) before the sandbox is stopped.
+_LEFT_BEHIND_GRACE = 0.25
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
     deadline = start + request.timeout
     timed_out = cancelled = False
     reported: int | None = None  # the command's own status, when the wrapper outlives it
+    reported_at: float | None = None
     drain_deadline: float | None = None
     try:
         while sel.get_map():
@@ -106,8 +110,12 @@ def run_spawn(spawn: Spawn, request: RunRequest, cancel: threading.Event | None)
                     _killpg(proc.pid)
                     drain_deadline = now + _DRAIN_GRACE
                 elif spawn.marker is not None and (reported := spawn.marker.exit_status()) is not None:
-                    _kill(proc, spawn)  # the command returned; its wrapper waits for what it left
-                    drain_deadline = now + _DRAIN_GRACE
+                    # The command returned. Its wrapper exits by itself unless the command left a
+                    # process behind, and stopping a sandbox costs firejail ~1 s: a moment first.
+                    reported_at = now if reported_at is None else reported_at
+                    if now - reported_at >= _LEFT_BEHIND_GRACE:
+                        _kill(proc, spawn)
+                        drain_deadline = now + _DRAIN_GRACE
             elif now >= drain_deadline:
                 break
             for key, _ in sel.select(timeout=_POLL_SECONDS):
