@@ -618,27 +618,7 @@ def test_no_untracked_repository_can_become_a_submodule(tmp_path: Path) -> None:
     the user's `git status` then looks into it and runs the `core.fsmonitor` its config names —
     outside the sandbox. Refused before anyone is asked while such a repository lies untracked."""
     workspace = _repository(tmp_path)
-    sub = workspace / "vendor" / "sub"
-    subprocess.run(["git", "init", "-q", str(sub)], check=True)
-    subprocess.run(
-        [
-            "git",
-            "-C",
-            str(sub),
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "s",
-        ],
-        check=True,
-    )
-    with open(sub / ".git" / "config", "a", encoding="utf-8") as config:
-        config.write(f'[core]\n\tfsmonitor = "touch {workspace}/.git/planted; false"\n')
+    _planted_repository(workspace / "vendor" / "sub", workspace / ".git" / "planted")
     (workspace / "notes.txt").write_text("n\n")
     _refused_before_asking(workspace, "git add .", "git.untracked_repository")
     _refused_before_asking(workspace, "git add notes.txt && git commit -q -m x", "git.untracked_repository")
@@ -657,3 +637,88 @@ def test_no_untracked_repository_can_become_a_submodule(tmp_path: Path) -> None:
     added = session.gate.call("bash_command", {"command": "git add notes.txt .gitignore"})
     assert added.state == "executed", added.text
     assert not (workspace / ".git" / "planted").exists()
+
+
+def _planted_repository(path: Path, marker: Path) -> str:
+    """An agent-made repository whose config runs a program from the user's `git status`; its HEAD."""
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(path),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "s",
+        ],
+        check=True,
+    )
+    with open(path / ".git" / "config", "a", encoding="utf-8") as config:
+        config.write(f'[core]\n\tfsmonitor = "touch {marker}; false"\n')
+    head = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    )
+    return head.stdout.strip()
+
+
+def _gitlinks_in_index(workspace: Path) -> list[str]:
+    listed = subprocess.run(
+        ["git", "-C", str(workspace), "ls-files", "--stage"], capture_output=True, text=True, check=True
+    )
+    return [line.split("\t")[1] for line in listed.stdout.splitlines() if line.startswith("160000")]
+
+
+def test_no_approved_git_command_leaves_a_new_submodule_in_the_index(tmp_path: Path) -> None:
+    """Whatever way in — `apply --cached` of a "Subproject commit" patch for an ignored repository,
+    re-adding everything after a repository appeared at a tracked directory — the entry is taken out
+    of the index after the run, and the user's `git status` never looks into the repository."""
+    workspace = _repository(tmp_path)
+    marker = tmp_path / "ran"
+    (workspace / ".gitignore").write_text("build/\n")
+    (workspace / "pkg").mkdir()
+    (workspace / "pkg" / "mod.py").write_text("x = 1\n")
+    subprocess.run(["git", "-C", str(workspace), "add", ".gitignore", "pkg/mod.py"], check=True)
+    head = _planted_repository(workspace / "build" / "evil", marker)
+    (workspace / "sub.patch").write_text(
+        f"diff --git a/build/evil b/build/evil\nnew file mode 160000\nindex 0000000..{head[:7]}\n"
+        f"--- /dev/null\n+++ b/build/evil\n@@ -0,0 +1 @@\n+Subproject commit {head}\n"
+    )
+    _planted_repository(workspace / "pkg", marker)  # a repository where tracked files are
+    approver = Recorder(*[ApprovalAnswer("allow_once")] * 2)
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    for command in ("git apply --cached sub.patch", "git rm -r -q --cached . && git add ."):
+        result = session.gate.call("bash_command", {"command": command})
+        assert result.state == "executed", (command, result.text)
+        assert any("submodule entries" in w for w in result.warnings), (command, result.warnings)
+        assert _gitlinks_in_index(workspace) == [], command
+    subprocess.run(["git", "-C", str(workspace), "status", "--short"], capture_output=True, check=True)
+    assert not marker.exists()
+
+
+def test_forcing_git_add_counts_ignored_repositories_in_any_spelling(tmp_path: Path) -> None:
+    workspace = _repository(tmp_path)
+    (workspace / ".gitignore").write_text("build/\n")
+    _planted_repository(workspace / "build" / "evil", tmp_path / "ran")
+    for command in ("git add -Af", "git add -fA build", "git add --forc build/evil", "git add --force=1 ."):
+        _refused_before_asking(workspace, command, "git.untracked_repository")
+
+
+def test_placeholders_taken_by_git_add_force_leave_the_index(tmp_path: Path) -> None:
+    """The sandbox's placeholders are ignored inside it, but `git add -f` takes ignored files."""
+    workspace = _repository(tmp_path)
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call("bash_command", {"command": "git add -A -f"})
+    assert result.state == "executed", result.text
+    tracked = subprocess.run(
+        ["git", "-C", str(workspace), "ls-files"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "Makefile" in tracked
+    assert not {".envrc", ".vscode", "node_modules", ".gitmodules"} & set(tracked), tracked
+    assert any("placeholders" in w for w in result.warnings), result.warnings

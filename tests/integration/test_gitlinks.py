@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tether.core.gitlinks import submodule_git_paths
+from tether.core.gitlinks import protected_git_paths
 
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
 ENV["GIT_COMMITTER_EMAIL"] = "t@t"
@@ -21,16 +21,16 @@ def test_gitlinks_follow_the_index(tmp_path: Path) -> None:
     _git(tmp_path, "init", "-q", str(origin))
     _git(origin, "commit", "-q", "--allow-empty", "-m", "s")
     _git(tmp_path, "init", "-q", str(ws))
-    assert submodule_git_paths(ws) == ()  # no index yet
+    assert protected_git_paths(ws) == ()  # no index yet
     (ws / "a.txt").write_text("a\n")
     _git(ws, "add", "a.txt")
-    assert submodule_git_paths(ws) == ()
+    assert protected_git_paths(ws) == ()
     _git(ws, "submodule", "add", "-q", str(origin), "deps/lib")
-    assert submodule_git_paths(ws) == (ws / "deps" / "lib" / ".git",)
-    assert submodule_git_paths(ws / "deps") == (ws / "deps" / "lib" / ".git",)  # a workspace below the top
-    assert submodule_git_paths(ws / "other") == ()  # the submodule lies outside this workspace
+    assert protected_git_paths(ws) == (ws / "deps" / "lib" / ".git",)
+    assert protected_git_paths(ws / "deps") == (ws / "deps" / "lib" / ".git",)  # a workspace below the top
+    assert protected_git_paths(ws / "other") == ()  # the submodule lies outside this workspace
     _git(ws, "rm", "-q", "-f", "deps/lib")
-    assert submodule_git_paths(ws) == ()  # the index changed: listed again
+    assert protected_git_paths(ws) == ()  # the index changed: listed again
 
 
 def test_a_submodule_not_checked_out_is_protected_as_its_directory(tmp_path: Path) -> None:
@@ -42,4 +42,29 @@ def test_a_submodule_not_checked_out_is_protected_as_its_directory(tmp_path: Pat
     _git(ws, "submodule", "add", "-q", str(origin), "lib")
     _git(ws, "commit", "-q", "-m", "lib")
     _git(ws, "submodule", "deinit", "-q", "-f", "lib")
-    assert submodule_git_paths(ws) == (ws / "lib",)
+    assert protected_git_paths(ws) == (ws / "lib",)
+
+
+def test_submodules_of_submodules_are_found(tmp_path: Path) -> None:
+    """The user's `git status` recurses: `lib/inner/.git` is theirs to trust as much as `lib/.git`."""
+    inner, lib, ws = tmp_path / "inner", tmp_path / "lib", tmp_path / "ws"
+    for repo in (inner, lib, ws):
+        _git(tmp_path, "init", "-q", str(repo))
+    _git(inner, "commit", "-q", "--allow-empty", "-m", "i")
+    _git(lib, "submodule", "add", "-q", str(inner), "inner")
+    _git(lib, "commit", "-q", "-m", "l")
+    _git(ws, "submodule", "add", "-q", str(lib), "lib")
+    _git(ws, "submodule", "update", "-q", "--init", "--recursive")
+    found = protected_git_paths(ws)
+    assert ws / "lib" / ".git" in found
+    assert ws / "lib" / "inner" / ".git" in found
+
+
+def test_repositories_two_levels_down_are_found_in_any_workspace(tmp_path: Path) -> None:
+    """A folder of projects opened as one workspace, a tool cloned into `vendor/`: not submodules,
+    but the user runs git in them. Deeper ones are not looked for (a bounded look, not a walk)."""
+    ws = tmp_path / "projects"
+    for rel in ("app", "vendor/tool", "a/b/deep"):
+        _git(tmp_path, "init", "-q", str(ws / rel))
+    found = protected_git_paths(ws)
+    assert set(found) == {ws / "app" / ".git", ws / "vendor" / "tool" / ".git"}

@@ -203,3 +203,25 @@ def test_a_command_cannot_repoint_a_submodules_git(ws: Path) -> None:
     assert (ws / "lib" / ".git").read_text() == before
     assert not (ws / "later" / ".git").exists()
     assert (ws / "lib" / "new.txt").read_text() == "x\n"
+
+
+def test_a_command_cannot_write_a_repository_kept_below_the_workspace(tmp_path: Path) -> None:
+    """A folder of projects opened as one workspace: no `.git` at the top, `app/.git` below. Its
+    config must stay out of reach, or the user's `git status` in `app` runs what it names."""
+    if auto_choice() is None:
+        pytest.skip("no sandbox backend works on this machine (see `tether doctor`)")
+    ws = (tmp_path / "projects").resolve()
+    subprocess.run(["git", "init", "-q", str(ws / "app")], check=True)
+    config = ws / "app" / ".git" / "config"
+    before = config.read_text()
+    (ws / "plant.py").write_text(
+        "try:\n"
+        "    open('app/.git/config', 'a').write('[core]\\n\\tfsmonitor = \"touch /tmp/x; false\"\\n')\n"
+        "    print('wrote')\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc.errno)\n"
+    )
+    result = _gate(ws, "read,command,workspace").call("bash_command", {"command": "python3 plant.py"})
+    assert result.ok, (result.text, result.result)
+    assert "refused" in result.result["stdout"], result.result["stdout"]
+    assert config.read_text() == before

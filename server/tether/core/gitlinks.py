@@ -1,14 +1,20 @@
-"""The `.git` of every submodule the user's index records, for the sandbox to keep read-only.
+"""Other repositories' `.git` inside the workspace, for the sandbox to keep read-only.
 
 Why: the user's own `git status` (and an editor's, on its own) looks into every submodule the index
-records, with that submodule's repository and config. A command in the sandbox could rewrite
-`lib/.git` — a file `gitdir: ../.git/modules/lib` — to point at a gitdir it made, or edit the
-config of a submodule whose `.git` is a directory, and name a `core.fsmonitor` program there: the
-user's next `git status` would run it outside the sandbox. The policy refuses `.git` in any
-directory for commands it reads, but a program it allows (a test run) can write anything the
-sandbox lets it; so these paths join the sandbox's protected set.
+records, with that submodule's repository and config — and into theirs, at any depth. A command in
+the sandbox could rewrite `lib/.git` — a file `gitdir: ../.git/modules/lib` — to point at a gitdir
+it made, or edit the config of a repository whose `.git` is a directory, and name a
+`core.fsmonitor` program there: the user's next `git status` would run it outside the sandbox. The
+same holds for a repository the user keeps below the workspace (a folder of projects opened as one
+workspace, a tool cloned into `vendor/`). The policy refuses `.git` in any directory for commands
+it reads, but a program it allows (a test run) can write anything the sandbox lets it; so these
+paths join the sandbox's protected set.
 
-Why a cache: listing the index is one git process; the answer changes only when the index file
+What is found: the submodules of every index, recursively; and repositories up to two directory
+levels below the workspace (`app/.git`, `vendor/tool/.git`) — a bounded look, not a walk of the
+tree, which would cost every command a scan of every directory. Deeper ones are not protected.
+
+Why a cache: listing an index is one git process; the answer changes only when the index file
 does, so it is kept per index file and its (device, inode, size, mtime).
 """
 
@@ -22,21 +28,82 @@ from tether.core.gitcmd import Git
 from tether.errors import CheckpointError
 
 _GITLINK = b"160000"
+_SCAN_DEPTH = 2
 _cache: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
 _cache_lock = threading.Lock()
 
 
-def submodule_git_paths(workspace: Path) -> tuple[Path, ...]:
-    """`<submodule>/.git` for every gitlink in the index of the repository holding `workspace`
-    whose directory lies inside it (the directory itself where it has no `.git`). Raises
-    CheckpointError when the index cannot be read: the caller must not run a command that could
+def protected_git_paths(workspace: Path) -> tuple[Path, ...]:
+    """The `.git` of each other repository inside `workspace` that the user's git may look into:
+    submodules at any depth (the directory itself for one not checked out: a placeholder `.git`
+    would make `git status` fail meanwhile), and repositories up to two levels down. Raises
+    CheckpointError when an index cannot be read: the caller must not run a command that could
     write without knowing them (fail closed)."""
-    top = next((d for d in (workspace, *workspace.parents) if (d / ".git").exists()), None)
-    if top is None:
-        return ()
-    git_dir = top / ".git"
+    root = os.path.realpath(workspace)
+    found: dict[str, None] = {}  # ordered, without repeats
+    top = _repository_top(workspace)
+    if top is not None:
+        _submodules(top, root, found, depth=0)
+    for dot_git in _shallow_repositories(root):
+        found.setdefault(dot_git)
+        inner = _gitdir_of(dot_git)
+        if inner is not None:
+            _submodules(Path(os.path.dirname(dot_git)), root, found, 1, inner)
+    return tuple(Path(p) for p in found)
+
+
+def gitlinks(workspace: Path) -> tuple[str, ...]:
+    """The gitlink paths in the index of the repository whose work tree is `workspace` (empty when
+    it has no `.git` directory or no index yet)."""
+    git_dir = workspace / ".git"
     if not git_dir.is_dir() or git_dir.is_symlink():
-        return ()  # a linked worktree or a submodule checkout: its index lies outside, read-only
+        return ()
+    return _listed(git_dir, workspace)
+
+
+def _repository_top(workspace: Path) -> Path | None:
+    top = next((d for d in (workspace, *workspace.parents) if (d / ".git").exists()), None)
+    if top is None or not (top / ".git").is_dir() or (top / ".git").is_symlink():
+        return None  # none, or a linked worktree / submodule checkout: its index lies outside
+    return top
+
+
+def _submodules(
+    work_tree: Path, root: str, found: dict[str, None], depth: int, git_dir: Path | None = None
+) -> None:
+    """Add `<submodule>/.git` (inside `root`) for each gitlink of this work tree's index, and
+    recurse into each checked-out one through its own gitdir."""
+    if depth > 16:
+        return  # git refuses deeper nesting than this long before
+    for rel in _listed(git_dir or work_tree / ".git", work_tree):
+        full = os.path.join(os.path.realpath(work_tree), rel)
+        dot_git = os.path.join(full, ".git")
+        if os.path.lexists(dot_git):
+            if full.startswith(root + os.sep):
+                found.setdefault(dot_git)
+            inner = _gitdir_of(dot_git)
+            if inner is not None:
+                _submodules(Path(full), root, found, depth + 1, inner)
+        elif full.startswith(root + os.sep):
+            found.setdefault(full)  # not checked out: the directory, so no `.git` can be made in it
+
+
+def _gitdir_of(dot_git: str) -> Path | None:
+    """The repository a `.git` directory is, or a `gitdir:` file names (relative to its folder)."""
+    if os.path.isdir(dot_git) and not os.path.islink(dot_git):
+        return Path(dot_git)
+    try:
+        with open(dot_git, encoding="utf-8", errors="surrogateescape") as f:
+            line = f.readline(4096).strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    target = os.path.join(os.path.dirname(dot_git), line[len("gitdir:") :].strip())
+    return Path(target) if os.path.isdir(target) else None
+
+
+def _listed(git_dir: Path, work_tree: Path) -> tuple[str, ...]:
     index = git_dir / "index"
     try:
         st = os.stat(index)
@@ -48,30 +115,36 @@ def submodule_git_paths(workspace: Path) -> tuple[Path, ...]:
     with _cache_lock:
         cached = _cache.get(str(index))
     if cached is not None and cached[0] == stamp:
-        paths = cached[1]
-    else:
-        paths = _gitlinks(Git(git_dir=git_dir, work_tree=top))
-        with _cache_lock:
-            _cache[str(index)] = (stamp, paths)
-    root = os.path.realpath(workspace)
-    out = []
-    for rel in paths:
-        full = os.path.join(os.path.realpath(top), rel)
-        if not full.startswith(root + os.sep):
-            continue
-        # Not checked out (`lib/` empty, or missing): the directory itself, so no `.git` can be
-        # made in it. A placeholder `lib/.git` would make the user's `git status` fail meanwhile.
-        dot_git = os.path.join(full, ".git")
-        out.append(Path(dot_git if os.path.lexists(dot_git) else full))
-    return tuple(out)
-
-
-def _gitlinks(git: Git) -> tuple[str, ...]:
-    """The paths of the index's gitlinks (mode 160000), from `git ls-files --stage`."""
-    listed = git.run("ls-files", "--stage", "-z").stdout
-    found = []
+        return cached[1]
+    listed = Git(git_dir=git_dir, work_tree=work_tree).run("ls-files", "--stage", "-z").stdout
+    paths = []
     for entry in listed.split(b"\0"):
         meta, _, path = entry.partition(b"\t")
         if meta.startswith(_GITLINK + b" "):
-            found.append(os.fsdecode(path))
-    return tuple(found)
+            paths.append(os.fsdecode(path))
+    with _cache_lock:
+        _cache[str(index)] = (stamp, tuple(paths))
+    return tuple(paths)
+
+
+def _shallow_repositories(root: str) -> list[str]:
+    """`.git` entries one and two directory levels below `root` (not through symlinks)."""
+    found: list[str] = []
+    level = [root]
+    for _ in range(_SCAN_DEPTH):
+        deeper: list[str] = []
+        for directory in level:
+            try:
+                with os.scandir(directory) as entries:
+                    subdirs = [
+                        e.path for e in entries if e.is_dir(follow_symlinks=False) and e.name != ".git"
+                    ]
+            except OSError:
+                continue
+            for sub in subdirs:
+                if os.path.lexists(os.path.join(sub, ".git")):
+                    found.append(os.path.join(sub, ".git"))  # a repository: its submodules below
+                else:
+                    deeper.append(sub)
+        level = deeper
+    return found

@@ -37,7 +37,7 @@ from tether.core.config import (
     user_config_path,
 )
 from tether.core.gate import EventSink, Gate, GateResult
-from tether.core.gitlinks import submodule_git_paths
+from tether.core.gitlinks import protected_git_paths
 from tether.core.network.rules import NetworkSettings
 from tether.core.permissions import Permissions, format_permissions, parse_permissions
 from tether.core.policy import protected_write_paths
@@ -146,13 +146,16 @@ class Session:
         )
         return runner.run(request), runner.name
 
-    def protected_paths(self) -> tuple[Path, ...]:
+    def protected_paths(self, *, strict: bool = True) -> tuple[Path, ...]:
         """Absolute paths no tool or command may write (the sandbox keeps them read-only), the
-        `.git` of the repository's submodules included (docs/sandbox.md)."""
+        `.git` of other repositories inside included (docs/sandbox.md). When an index cannot be
+        read, `strict` refuses (to run a command); otherwise the policy's list alone (to show)."""
         paths = tuple(Path(p) for p in protected_write_paths(self.workspace, self.config.policy))
         try:
-            return paths + submodule_git_paths(self.workspace)
+            return paths + protected_git_paths(self.workspace)
         except CheckpointError as exc:
+            if not strict:
+                return paths
             raise SandboxError(f"refusing to run: {exc}") from exc
 
     def sandbox_report(self) -> dict[str, Any]:
@@ -171,7 +174,7 @@ class Session:
         return {
             **self.gate.status(),
             "configSources": list(self.config.sources),
-            "protected": [_relative(p, self.workspace) for p in self.protected_paths()],
+            "protected": [_relative(p, self.workspace) for p in self.protected_paths(strict=False)],
             "warnings": list(self.warnings),
             "workspaceMode": sandbox_view(self.gate, "workspace"),
             "secretPatterns": list(self.config.policy.secrets.patterns),

@@ -195,7 +195,7 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_SH)
         for raw in protected:
-            target = _anchor(workspace, raw)
+            target = placeholder_anchor(workspace, raw)
             if target is None or target in paths:
                 continue
             if os.path.islink(target):  # (False on errors: pinning below then reports them)
@@ -302,7 +302,7 @@ def placeholder_excludes(workspace: Path, placeholders: tuple[Path, ...]) -> lis
     return patterns
 
 
-def _anchor(workspace: Path, raw: Path) -> Path | None:
+def placeholder_anchor(workspace: Path, raw: Path) -> Path | None:
     """The path to pin for `raw`: itself if it exists, else its first missing ancestor."""
     path = Path(os.path.normpath(raw if raw.is_absolute() else workspace / raw))
     if not is_within(path, workspace) or path == workspace:

@@ -24,14 +24,14 @@ from typing import Any
 
 from tether.core.approvals import ApprovalNeed, AskedSegment
 from tether.core.config import EffectiveConfig, Transform
-from tether.core.gitlinks import submodule_git_paths
+from tether.core.gitlinks import protected_git_paths
 from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
 from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
-from tether.core.tools.git_state import changes_git_state, repository_lock
+from tether.core.tools.git_state import IndexWatch, changes_git_state, repository_lock
 from tether.core.tools.git_tool import commit_identity
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
 from tether.errors import CheckpointError, PolicyDenied, SandboxError, SandboxUnavailable, ToolInputError
@@ -346,7 +346,7 @@ def _protected(ws: Path, config: EffectiveConfig, git_state: bool, *, read_only:
     if read_only:
         return paths  # the whole workspace is read-only
     try:
-        paths += submodule_git_paths(ws)  # the user's `git status` looks into them
+        paths += protected_git_paths(ws)  # the user's `git status` looks into them
     except CheckpointError as exc:
         raise SandboxError(
             f"refusing to run a command that can write: {exc}; run `git status` to see why"
@@ -485,6 +485,10 @@ def _run_checked(ctx: ToolContext, plan: Plan, runner: Runner, masked: tuple[Pat
             changes_git_state(plan.decision, plan.workspace, ctx.config, plan.cwd)
         except PolicyDenied as exc:
             return failure(f"refused: the work tree changed since the question: {exc}; nothing ran")
+    try:
+        watch = IndexWatch(plan.workspace, plan.protected) if plan.git_state else None
+    except CheckpointError as exc:
+        return failure(f"refused: the repository's index could not be read ({exc}); nothing ran")
     sem = _semaphore(plan.max_parallel)
     while not sem.acquire(timeout=0.1):
         if ctx.cancel.is_set():
@@ -495,6 +499,11 @@ def _run_checked(ctx: ToolContext, plan: Plan, runner: Runner, masked: tuple[Pat
     finally:
         sem.release()
     outcome = shape_result(plan, run)
+    if watch is not None:
+        try:
+            outcome.warnings.extend(watch.undo())
+        except CheckpointError as exc:  # loud: what the command left in the index is unchecked
+            outcome.warnings.append(f"Tether could not check what the command left in your index: {exc}")
     refusals = [n for n in network_notes if n.startswith("the network proxy refused")]
     if refusals and outcome.ok:  # curl without -f exits 0 on the proxy's 403: the command did not get it
         error = refusals[0] + (f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else "")

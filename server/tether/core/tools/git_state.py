@@ -21,10 +21,12 @@ from pathlib import Path
 
 from tether.core.config import EffectiveConfig
 from tether.core.gitcmd import Git
+from tether.core.gitlinks import gitlinks
 from tether.core.lockfiles import lock_file
 from tether.core.policy import Decision, decide_argv
 from tether.core.policy.asks import git_subcommand
 from tether.core.policy.types import Redirect
+from tether.core.sandbox.profile import placeholder_anchor
 from tether.errors import CheckpointError, PolicyDenied
 
 _GLOB = frozenset("*?[")
@@ -79,6 +81,19 @@ _RECORD_NO_NEW_PATH = frozenset(
 take tracked files only). `stash` is not one: `stash pop` brings back whatever was stashed."""
 
 
+def _forces(argv: Sequence[str]) -> bool:
+    """`-f`, in a cluster too (`-Af`), or `--force` as git reads it (any prefix from `--fo`)."""
+    for word in argv[1:]:
+        if word == "--":
+            return False
+        if word.startswith("--"):
+            if len(word) >= 4 and "--force".startswith(word.split("=", 1)[0]):
+                return True
+        elif word.startswith("-") and "f" in word[1:]:
+            return True
+    return False
+
+
 def _no_repository_git_could_record(decision: Decision, ws: Path) -> None:
     """No repository lies in the work tree untracked, where a git command could record it as a
     submodule (`git add .` does, with a warning; so do `apply --index`, a checkout, a merge). The
@@ -91,7 +106,7 @@ def _no_repository_git_could_record(decision: Decision, ws: Path) -> None:
         return
     git = Git(git_dir=ws / ".git", work_tree=ws)
     forced = any(
-        git_subcommand(s.argv) == "add" and any(a in ("-f", "--force") for a in s.argv)
+        git_subcommand(s.argv) == "add" and _forces(s.argv)
         for s in decision.segments
         if s.argv and s.argv[0] == "git"
     )
@@ -400,3 +415,52 @@ def _enclosing_git_dirs(workspace: Path) -> list[Path]:
         c / ".git" for c in (here, *here.parents) if (c / ".git").is_dir() and not (c / ".git").is_symlink()
     ]
     return found[::-1]
+
+
+class IndexWatch:
+    """What an approved git command may not leave in the index, taken before it runs and undone
+    after: a new gitlink (a repository recorded as a submodule — `git add -Af`, `apply --cached` of
+    a "Subproject commit" patch, a checkout of a commit holding one — whose config the user's
+    `git status` would obey), and the sandbox's placeholders (`git add -f` takes them, as empty
+    files). The checks before the question cannot see every way in; this sees the result.
+    Undone with `git update-index --force-remove`: the entry leaves the index, nothing on disk."""
+
+    def __init__(self, ws: Path, protected: Sequence[Path]) -> None:
+        self.ws = ws
+        self.git = Git(git_dir=ws / ".git", work_tree=ws)
+        anchors = {placeholder_anchor(ws, p) for p in protected}
+        self.placeholders = sorted(
+            os.path.relpath(a, ws) for a in anchors if a is not None and not os.path.lexists(a)
+        )  # where the sandbox will put one
+        self.gitlinks = set(gitlinks(ws))
+        self.tracked = self._tracked_placeholders()
+
+    def undo(self) -> list[str]:
+        """Remove what the command added; a warning for the result per kind (empty: nothing)."""
+        new_links = sorted(set(gitlinks(self.ws)) - self.gitlinks)
+        new_placeholders = sorted(self._tracked_placeholders() - self.tracked)
+        if new_links or new_placeholders:
+            self.git.run("update-index", "--force-remove", "--", *new_links, *new_placeholders)
+        notes = []
+        if new_links:
+            names = ", ".join(f"`{p}`" for p in new_links)
+            notes.append(
+                f"Tether took the new submodule entries {names} out of your index again: a repository in "
+                "the work tree recorded as a submodule has your own `git status` obey its config, which "
+                "the agent could write. Add one yourself if you meant to."
+            )
+        if new_placeholders:
+            names = ", ".join(f"`{p}`" for p in new_placeholders)
+            notes.append(
+                f"Tether took its sandbox placeholders {names} out of your index again (empty files that "
+                "exist only while a command runs; `git add -f` took them)"
+            )
+        return notes
+
+    def _tracked_placeholders(self) -> set[str]:
+        if not self.placeholders:
+            return set()
+        listed = self.git.run(
+            "ls-files", "-z", "--", *(f":(top,literal){p}" for p in self.placeholders)
+        ).stdout
+        return {os.fsdecode(p) for p in listed.split(b"\0") if p}
