@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tether.core.gitlinks import protected_git_paths
 
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
@@ -68,3 +70,12 @@ def test_repositories_two_levels_down_are_found_in_any_workspace(tmp_path: Path)
         _git(tmp_path, "init", "-q", str(ws / rel))
     found = protected_git_paths(ws)
     assert set(found) == {ws / "app" / ".git", ws / "vendor" / "tool" / ".git"}
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_named_git_does_not_hang_the_look(tmp_path: Path) -> None:
+    """Opening a FIFO blocks until a writer comes: every later command would hang on it."""
+    ws = tmp_path / "ws"
+    (ws / "trap").mkdir(parents=True)
+    os.mkfifo(ws / "trap" / ".git")
+    assert protected_git_paths(ws) == (ws / "trap" / ".git",)

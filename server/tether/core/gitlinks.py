@@ -21,6 +21,7 @@ does, so it is kept per index file and its (device, inode, size, mtime).
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -92,11 +93,18 @@ def _gitdir_of(dot_git: str) -> Path | None:
     """The repository a `.git` directory is, or a `gitdir:` file names (relative to its folder)."""
     if os.path.isdir(dot_git) and not os.path.islink(dot_git):
         return Path(dot_git)
-    try:
-        with open(dot_git, encoding="utf-8", errors="surrogateescape") as f:
-            line = f.readline(4096).strip()
+    try:  # non-blocking and a regular file only: a FIFO named `.git` must not hang every command
+        fd = os.open(dot_git, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        line = os.read(fd, 4096).split(b"\n", 1)[0].decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if not line.startswith("gitdir:"):
         return None
     target = os.path.join(os.path.dirname(dot_git), line[len("gitdir:") :].strip())
