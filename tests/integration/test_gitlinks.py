@@ -70,6 +70,11 @@ def test_repositories_two_levels_down_are_found_in_any_workspace(tmp_path: Path)
         _git(tmp_path, "init", "-q", str(ws / rel))
     found = protected_git_paths(ws)
     assert set(found) == {ws / "app" / ".git", ws / "vendor" / "tool" / ".git"}
+    _git(tmp_path, "init", "-q", str(ws / "vendor" / "other"))  # listings are cached: by mtime
+    assert ws / "vendor" / "other" / ".git" in protected_git_paths(ws)
+    (ws / "node_modules" / "dep").mkdir(parents=True)
+    _git(tmp_path, "init", "-q", str(ws / "node_modules" / "dep"))  # build outputs are not looked into
+    assert ws / "node_modules" / "dep" / ".git" not in protected_git_paths(ws)
 
 
 @pytest.mark.timeout(20)

@@ -25,12 +25,14 @@ import stat
 import threading
 from pathlib import Path
 
+from tether.core.checkpoints.regenerated import REGENERATED_DIRS
 from tether.core.gitcmd import Git
 from tether.errors import CheckpointError
 
 _GITLINK = b"160000"
 _SCAN_DEPTH = 2
 _cache: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
+_listings: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -136,23 +138,39 @@ def _listed(git_dir: Path, work_tree: Path) -> tuple[str, ...]:
 
 
 def _shallow_repositories(root: str) -> list[str]:
-    """`.git` entries one and two directory levels below `root` (not through symlinks)."""
+    """`.git` entries one and two directory levels below `root` (not through symlinks, not into
+    build outputs such as `node_modules/`)."""
     found: list[str] = []
     level = [root]
-    for _ in range(_SCAN_DEPTH):
+    for depth in range(_SCAN_DEPTH):
         deeper: list[str] = []
         for directory in level:
-            try:
-                with os.scandir(directory) as entries:
-                    subdirs = [
-                        e.path for e in entries if e.is_dir(follow_symlinks=False) and e.name != ".git"
-                    ]
-            except OSError:
-                continue
-            for sub in subdirs:
+            for sub in _subdirectories(directory):
                 if os.path.lexists(os.path.join(sub, ".git")):
                     found.append(os.path.join(sub, ".git"))  # a repository: its submodules below
-                else:
+                elif depth + 1 < _SCAN_DEPTH and os.path.basename(sub) not in REGENERATED_DIRS:
                     deeper.append(sub)
         level = deeper
     return found
+
+
+def _subdirectories(directory: str) -> tuple[str, ...]:
+    """The directories in `directory`, kept while its (inode, mtime) stays: adding or removing an
+    entry changes a directory's mtime, so a folder of 1,000 files is listed once, then stat-ed."""
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return ()
+    stamp = (st.st_ino, st.st_mtime_ns)
+    with _cache_lock:
+        cached = _listings.get(directory)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        with os.scandir(directory) as entries:
+            subdirs = tuple(e.path for e in entries if e.is_dir(follow_symlinks=False) and e.name != ".git")
+    except OSError:
+        return ()
+    with _cache_lock:
+        _listings[directory] = (stamp, subdirs)
+    return subdirs
