@@ -42,6 +42,10 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("git commit --template=/etc/passwd", "workspace", "deny", "git.subcommand"),
     ("git submodule foreach sh", "workspace", "deny", "git.subcommand"),
     ("git config core.pager sh", "workspace", "deny", "git.subcommand"),
+    # `apply --unsafe-paths` writes where the patch says: `.git/commondir`, `.git/objects/…`
+    ("git apply --unsafe-paths fix.patch", "workspace", "deny", "git.subcommand"),
+    ("git apply --uns fix.patch", "workspace", "deny", "git.subcommand"),  # abbreviated
+    ("git apply fix.patch", "command", "ask", "ask.git_state"),
     ("git commit -F /etc/passwd", "command", "deny", "path.outside_workspace"),
     # --- ask: installed packages -----------------------------------------------------------------
     ("npm install", "command", "ask", "ask.package_install"),

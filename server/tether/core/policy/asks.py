@@ -103,7 +103,7 @@ def git_beyond_rules(argv: Sequence[str]) -> str | None:
     if at is None:
         return "a git global option other than -C and --no-pager (it can make git run programs)"
     if _git_runs_a_program(argv[at], argv[at + 1 :]):
-        return f"an option of `git {argv[at]}` that makes git run a program"
+        return f"an option of `git {argv[at]}` that makes git run a program or write inside `.git`"
     return None
 
 
@@ -111,9 +111,11 @@ _RUNS_PROGRAMS = (
     "--upload-pack", "--receive-pack", "--exec", "--config", "--template", "--separate-git-dir",
     "--extcmd", "--tree-filter", "--index-filter", "--env-filter", "--msg-filter", "--commit-filter",
     "--parent-filter", "--tag-name-filter",
+    "--unsafe-paths",  # `apply`: writes where the patch says, `.git/commondir` and `.git/objects` too
 )  # fmt: skip
-"""git options whose value is a program (or config that names one): git accepts any unambiguous
-prefix (`--upload-pa=sh`), so a prefix of one of these keeps the command denied, never asked."""
+"""git options whose value is a program (or config that names one), or that let git write inside
+`.git` what the agent wrote: git accepts any unambiguous prefix (`--upload-pa=sh`, `--uns`), so a
+prefix of one of these keeps the command denied, never asked."""
 _SHORT_RUNS: dict[str, str] = {
     "fetch": "u", "pull": "u", "clone": "uc", "ls-remote": "u", "rebase": "x", "difftool": "x",
 }  # fmt: skip
