@@ -19,10 +19,12 @@ import pytest
 
 from tether.core.approvals import ApprovalAnswer, ApprovalNeed, ApprovalRequest, AskedSegment
 from tether.core.config import EffectiveConfig
+from tether.core.gitcmd import Git
 from tether.core.session import FaceOverrides, Session, open_session
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
-from tether.core.tools.git_state import repository_lock, repository_lock_file
+from tether.core.tools.git_state import IndexWatch, repository_lock, repository_lock_file
 from tether.core.tools.inputs import Prepared
+from tether.errors import CheckpointError
 
 SPEC = ToolSpec(
     "touch_marker",
@@ -722,3 +724,64 @@ def test_placeholders_taken_by_git_add_force_leave_the_index(tmp_path: Path) -> 
     assert "Makefile" in tracked
     assert not {".envrc", ".vscode", "node_modules", ".gitmodules"} & set(tracked), tracked
     assert any("placeholders" in w for w in result.warnings), result.warnings
+
+
+def _add_gitlink(workspace: Path, path: str) -> None:
+    """What `git add` of a repository or `apply --cached` of a "Subproject commit" patch leaves."""
+    entry = f"160000 {'a' * 40} 0\t{path}\0".encode()
+    subprocess.run(
+        ["git", "-C", str(workspace), "update-index", "-z", "--index-info"], input=entry, check=True
+    )
+
+
+def test_the_index_watch_takes_out_what_no_argument_list_could_name(tmp_path: Path) -> None:
+    """A path of 140 KB would not fit on git's command line: the undo must not fail on it."""
+    workspace = _repository(tmp_path)
+    watch = IndexWatch(workspace, ())
+    long = "/".join(["d" * 200] * 700)
+    _add_gitlink(workspace, "build/evil")
+    _add_gitlink(workspace, long)
+    notes = watch.undo()
+    watch.discard()
+    assert _gitlinks_in_index(workspace) == []
+    assert any("submodule entries" in n for n in notes)
+
+
+def test_the_index_watch_clears_a_stale_lock_and_git_redirects(tmp_path: Path) -> None:
+    """A git the timeout killed leaves `index.lock`; a command may leave `.git/commondir`."""
+    workspace = _repository(tmp_path)
+    watch = IndexWatch(workspace, ())
+    _add_gitlink(workspace, "build/evil")
+    (workspace / ".git" / "index.lock").write_bytes(b"")
+    (workspace / ".git" / "commondir").write_text("../evilcommon\n")
+    notes = watch.undo()
+    watch.discard()
+    assert _gitlinks_in_index(workspace) == []
+    assert not (workspace / ".git" / "index.lock").exists()
+    assert not (workspace / ".git" / "commondir").exists()
+    assert sum("Tether removed" in n for n in notes) == 2
+
+
+def test_the_index_watch_puts_the_old_index_back_when_it_cannot_undo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = _repository(tmp_path)
+    subprocess.run(["git", "-C", str(workspace), "add", "Makefile"], check=True)
+    watch = IndexWatch(workspace, ())
+    _add_gitlink(workspace, "build/evil")
+    run = Git.run
+
+    def failing(git: Git, *args: str, **kwargs: Any) -> Any:
+        if args[0] == "update-index":
+            raise CheckpointError("git update-index failed (exit 128): simulated")
+        return run(git, *args, **kwargs)
+
+    monkeypatch.setattr(Git, "run", failing)
+    notes = watch.undo()
+    watch.discard()
+    assert _gitlinks_in_index(workspace) == []
+    assert "put back the index" in notes[-1]
+    tracked = subprocess.run(
+        ["git", "-C", str(workspace), "ls-files"], capture_output=True, text=True, check=True
+    )
+    assert tracked.stdout.split() == ["Makefile"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tether.core.gitlinks import protected_git_paths
+from tether.errors import CheckpointError
 
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
 ENV["GIT_COMMITTER_EMAIL"] = "t@t"
@@ -84,3 +85,13 @@ def test_a_fifo_named_git_does_not_hang_the_look(tmp_path: Path) -> None:
     (ws / "trap").mkdir(parents=True)
     os.mkfifo(ws / "trap" / ".git")
     assert protected_git_paths(ws) == (ws / "trap" / ".git",)
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_as_a_repositorys_index_refuses_instead_of_hanging(tmp_path: Path) -> None:
+    """git would wait on the FIFO for a writer forever, and with it every later command."""
+    ws = tmp_path / "ws"
+    _git(tmp_path, "init", "-q", str(ws / "app"))
+    os.mkfifo(ws / "app" / ".git" / "index")
+    with pytest.raises(CheckpointError, match="not a regular file"):
+        protected_git_paths(ws)

@@ -146,8 +146,11 @@ class Git:
         input: bytes | None = None,
         env: Mapping[str, str] | None = None,
         ok_codes: Sequence[int] = (0,),
+        timeout: float | None = None,
     ) -> GitResult:
-        """Run git and return its output; raise `CheckpointError` for any exit code not in ok_codes."""
+        """Run git and return its output; raise `CheckpointError` for any exit code not in ok_codes,
+        or when it runs longer than `timeout` (a repository the agent made can hold a FIFO where git
+        reads its config or index: git would wait for a writer forever)."""
         argv = self.argv(args)
         cwd = self._cwd()
         try:
@@ -158,7 +161,12 @@ class Git:
                 env=self.env(env),
                 cwd=cwd,
                 check=False,
+                timeout=timeout,
             )
+        except subprocess.TimeoutExpired as exc:
+            raise CheckpointError(
+                f"git {args[0]} in {self.git_dir} did not finish within {timeout:g} s"
+            ) from exc
         except FileNotFoundError as exc:
             raise CheckpointError("git is not installed or not on PATH; checkpoints need git") from exc
         except OSError as exc:

@@ -31,6 +31,7 @@ from tether.errors import CheckpointError
 
 _GITLINK = b"160000"
 _SCAN_DEPTH = 2
+_GIT_TIMEOUT = 20.0
 _cache: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
 _listings: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {}
 _cache_lock = threading.Lock()
@@ -116,17 +117,23 @@ def _gitdir_of(dot_git: str) -> Path | None:
 def _listed(git_dir: Path, work_tree: Path) -> tuple[str, ...]:
     index = git_dir / "index"
     try:
-        st = os.stat(index)
+        st = os.lstat(index)
     except FileNotFoundError:
         return ()  # nothing added yet: no gitlink
     except OSError as exc:
         raise CheckpointError(f"cannot read the repository's index {index}: {exc.strerror}") from exc
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block git; a link could lead anywhere
+        raise CheckpointError(f"the repository's index {index} is not a regular file: remove it")
     stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     with _cache_lock:
         cached = _cache.get(str(index))
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    listed = Git(git_dir=git_dir, work_tree=work_tree).run("ls-files", "--stage", "-z").stdout
+    listed = (
+        Git(git_dir=git_dir, work_tree=work_tree)
+        .run("ls-files", "--stage", "-z", timeout=_GIT_TIMEOUT)
+        .stdout
+    )
     paths = []
     for entry in listed.split(b"\0"):
         meta, _, path = entry.partition(b"\t")

@@ -487,23 +487,24 @@ def _run_checked(ctx: ToolContext, plan: Plan, runner: Runner, masked: tuple[Pat
             return failure(f"refused: the work tree changed since the question: {exc}; nothing ran")
     try:
         watch = IndexWatch(plan.workspace, plan.protected) if plan.git_state else None
-    except CheckpointError as exc:
+    except (CheckpointError, OSError) as exc:
         return failure(f"refused: the repository's index could not be read ({exc}); nothing ran")
-    sem = _semaphore(plan.max_parallel)
-    while not sem.acquire(timeout=0.1):
-        if ctx.cancel.is_set():
-            return failure("command cancelled before it started", exit_code=-1)
     try:
-        with _network(ctx, plan, runner.name) as (request, network_notes):
-            run = runner.run(request, ctx.cancel)
-    finally:
-        sem.release()
-    outcome = shape_result(plan, run)
-    if watch is not None:
+        sem = _semaphore(plan.max_parallel)
+        while not sem.acquire(timeout=0.1):
+            if ctx.cancel.is_set():
+                return failure("command cancelled before it started", exit_code=-1)
         try:
+            with _network(ctx, plan, runner.name) as (request, network_notes):
+                run = runner.run(request, ctx.cancel)
+        finally:
+            sem.release()
+        outcome = shape_result(plan, run)
+        if watch is not None:
             outcome.warnings.extend(watch.undo())
-        except CheckpointError as exc:  # loud: what the command left in the index is unchecked
-            outcome.warnings.append(f"Tether could not check what the command left in your index: {exc}")
+    finally:
+        if watch is not None:
+            watch.discard()
     refusals = [n for n in network_notes if n.startswith("the network proxy refused")]
     if refusals and outcome.ok:  # curl without -f exits 0 on the proxy's 403: the command did not get it
         error = refusals[0] + (f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else "")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -418,30 +420,61 @@ def _enclosing_git_dirs(workspace: Path) -> list[Path]:
 
 
 class IndexWatch:
-    """What an approved git command may not leave in the index, taken before it runs and undone
-    after: a new gitlink (a repository recorded as a submodule — `git add -Af`, `apply --cached` of
-    a "Subproject commit" patch, a checkout of a commit holding one — whose config the user's
-    `git status` would obey), and the sandbox's placeholders (`git add -f` takes them, as empty
-    files). The checks before the question cannot see every way in; this sees the result.
-    Undone with `git update-index --force-remove`: the entry leaves the index, nothing on disk."""
+    """What an approved git command may not leave behind, taken before it runs and undone after
+    (the sandbox gone, the repository's lock still held):
+
+    * a new gitlink in the index — a repository recorded as a submodule (`git add -Af`, `apply
+      --cached` of a "Subproject commit" patch, a checkout of a commit holding one), whose config
+      the user's `git status` would obey;
+    * the sandbox's placeholders in the index (`git add -f` takes them, as empty files);
+    * a new `.git/commondir` or `.git/config.worktree` (they point git at another config);
+    * a new `.git/index.lock` (a git the timeout killed): it would block the undo and the user.
+
+    The checks before the question cannot see every way in; this sees the result. Entries leave
+    the index by `update-index --force-remove` (nothing on disk changes); if that fails, the index
+    saved before the run is put back — never just a warning while a gitlink stays."""
+
+    _REDIRECTS = ("commondir", "config.worktree")
 
     def __init__(self, ws: Path, protected: Sequence[Path]) -> None:
         self.ws = ws
-        self.git = Git(git_dir=ws / ".git", work_tree=ws)
+        self.git_dir = ws / ".git"
+        self.git = Git(git_dir=self.git_dir, work_tree=ws)
         anchors = {placeholder_anchor(ws, p) for p in protected}
         self.placeholders = sorted(
             os.path.relpath(a, ws) for a in anchors if a is not None and not os.path.lexists(a)
         )  # where the sandbox will put one
+        self.existed = {n for n in (*self._REDIRECTS, "index.lock") if os.path.lexists(self.git_dir / n)}
         self.gitlinks = set(gitlinks(ws))
         self.tracked = self._tracked_placeholders()
+        self.saved: Path | None = None
+        if (self.git_dir / "index").is_file():
+            fd, name = tempfile.mkstemp(prefix="tether-index-")
+            os.close(fd)
+            self.saved = Path(name)
+            shutil.copyfile(self.git_dir / "index", self.saved)
 
     def undo(self) -> list[str]:
-        """Remove what the command added; a warning for the result per kind (empty: nothing)."""
-        new_links = sorted(set(gitlinks(self.ws)) - self.gitlinks)
-        new_placeholders = sorted(self._tracked_placeholders() - self.tracked)
-        if new_links or new_placeholders:
-            self.git.run("update-index", "--force-remove", "--", *new_links, *new_placeholders)
-        notes = []
+        """Take out what the command added; one note per kind for the result (empty: nothing)."""
+        notes: list[str] = []
+        ended = time.time()
+        try:
+            for name in (*self._REDIRECTS, "index.lock"):
+                path = self.git_dir / name
+                if name in self.existed or not os.path.lexists(path):
+                    continue
+                if name == "index.lock" and os.lstat(path).st_mtime > ended:
+                    continue  # made after the run: a git of the user's, running now
+                os.unlink(path)
+                notes.append(f"Tether removed `.git/{name}`, which the command left behind")
+            new_links = sorted(set(gitlinks(self.ws)) - self.gitlinks)
+            new_placeholders = sorted(self._tracked_placeholders() - self.tracked)
+            if new_links or new_placeholders:
+                paths = b"".join(os.fsencode(p) + b"\0" for p in (*new_links, *new_placeholders))
+                self.git.run("update-index", "--force-remove", "-z", "--stdin", input=paths)
+        except (CheckpointError, OSError) as exc:
+            notes.append(self._put_back(exc))
+            return notes
         if new_links:
             names = ", ".join(f"`{p}`" for p in new_links)
             notes.append(
@@ -456,6 +489,35 @@ class IndexWatch:
                 "exist only while a command runs; `git add -f` took them)"
             )
         return notes
+
+    def discard(self) -> None:
+        """Drop the saved copy of the index."""
+        if self.saved is not None:
+            with contextlib.suppress(OSError):
+                self.saved.unlink()
+            self.saved = None
+
+    def _put_back(self, exc: Exception) -> str:
+        index = self.git_dir / "index"
+        try:
+            if self.saved is not None:
+                os.replace(self.saved, index)
+                self.saved = None
+                what = "put back the index as it was before the command"
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(index)
+                what = "removed the index the command made (there was none before)"
+        except OSError as failed:
+            return (
+                f"Tether could not check what the command left in your index ({exc}) nor put the old "
+                f"one back ({failed}): do not run git in this repository before `git ls-files --stage` "
+                "shows no `160000` entry you did not add yourself"
+            )
+        return (
+            f"Tether could not check what the command left in your index ({exc}), so it {what}: "
+            "run `git status` to see where your repository stands"
+        )
 
     def _tracked_placeholders(self) -> set[str]:
         if not self.placeholders:
