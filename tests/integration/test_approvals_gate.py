@@ -734,23 +734,11 @@ def _add_gitlink(workspace: Path, path: str) -> None:
     )
 
 
-def test_the_index_watch_takes_out_what_no_argument_list_could_name(tmp_path: Path) -> None:
-    """A path of 140 KB would not fit on git's command line: the undo must not fail on it."""
-    workspace = _repository(tmp_path)
-    watch = IndexWatch(workspace, ())
-    long = "/".join(["d" * 200] * 700)
-    _add_gitlink(workspace, "build/evil")
-    _add_gitlink(workspace, long)
-    notes = watch.undo()
-    watch.discard()
-    assert _gitlinks_in_index(workspace) == []
-    assert any("submodule entries" in n for n in notes)
-
-
 def test_the_index_watch_clears_a_stale_lock_and_git_redirects(tmp_path: Path) -> None:
     """A git the timeout killed leaves `index.lock`; a command may leave `.git/commondir`."""
     workspace = _repository(tmp_path)
     watch = IndexWatch(workspace, ())
+    _planted_repository(workspace / "build" / "evil", tmp_path / "ran")
     _add_gitlink(workspace, "build/evil")
     (workspace / ".git" / "index.lock").write_bytes(b"")
     (workspace / ".git" / "commondir").write_text("../evilcommon\n")
@@ -768,6 +756,7 @@ def test_the_index_watch_puts_the_old_index_back_when_it_cannot_undo(
     workspace = _repository(tmp_path)
     subprocess.run(["git", "-C", str(workspace), "add", "Makefile"], check=True)
     watch = IndexWatch(workspace, ())
+    _planted_repository(workspace / "build" / "evil", tmp_path / "ran")
     _add_gitlink(workspace, "build/evil")
     run = Git.run
 
@@ -785,3 +774,16 @@ def test_the_index_watch_puts_the_old_index_back_when_it_cannot_undo(
         ["git", "-C", str(workspace), "ls-files"], capture_output=True, text=True, check=True
     )
     assert tracked.stdout.split() == ["Makefile"]
+
+
+def test_a_branch_holding_a_submodule_keeps_it_in_the_index(tmp_path: Path) -> None:
+    """Checking out a branch that has a submodule leaves its directory empty: nothing of the
+    agent's to obey, so the entry stays (and the sandbox keeps that directory read-only after)."""
+    workspace = _repository(tmp_path)
+    watch = IndexWatch(workspace, ())
+    _add_gitlink(workspace, "lib")
+    (workspace / "lib").mkdir()
+    notes = watch.undo()
+    watch.discard()
+    assert _gitlinks_in_index(workspace) == ["lib"]
+    assert notes == []

@@ -467,7 +467,9 @@ class IndexWatch:
                     continue  # made after the run: a git of the user's, running now
                 os.unlink(path)
                 notes.append(f"Tether removed `.git/{name}`, which the command left behind")
-            new_links = sorted(set(gitlinks(self.ws)) - self.gitlinks)
+            # A new submodule not checked out (an empty directory: a branch holding one) is kept:
+            # from the next command on, the sandbox keeps its directory read-only.
+            new_links = sorted(p for p in set(gitlinks(self.ws)) - self.gitlinks if _has_git(self.ws / p))
             new_placeholders = sorted(self._tracked_placeholders() - self.tracked)
             if new_links or new_placeholders:
                 paths = b"".join(os.fsencode(p) + b"\0" for p in (*new_links, *new_placeholders))
@@ -526,3 +528,8 @@ class IndexWatch:
             "ls-files", "-z", "--", *(f":(top,literal){p}" for p in self.placeholders)
         ).stdout
         return {os.fsdecode(p) for p in listed.split(b"\0") if p}
+
+
+def _has_git(directory: Path) -> bool:
+    """A `.git` in `directory` (or reached through it, were it a link): a repository git would use."""
+    return os.path.lexists(directory / ".git")
