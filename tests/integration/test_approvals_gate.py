@@ -499,14 +499,19 @@ def test_a_linked_worktree_is_refused_before_asking_not_after(tmp_path: Path) ->
     assert approver.asked == []
 
 
+@pytest.mark.parametrize("link", [".git", "/proc/self/cwd/.git", "/proc/thread-self/cwd/.git", "loop"])
 @pytest.mark.parametrize("command", ["git rm -r -f -q .", "git commit --allow-empty -q -m x"])
-def test_no_writable_git_while_a_link_stands_on_an_index_path(tmp_path: Path, command: str) -> None:
+def test_no_writable_git_while_a_link_stands_on_an_index_path(
+    tmp_path: Path, command: str, link: str
+) -> None:
     """Across calls: earlier ones left the index holding `old/HEAD` and the work tree `old -> .git`
-    (each step plausible on its own); `git rm -rf .` would then unlink `.git/HEAD` through the link."""
+    (each step plausible on its own); `git rm -rf .` would then unlink `.git/HEAD` through the link.
+    `/proc/self/cwd` is the work tree's top for git (it changes there) whatever it is for Tether,
+    whose working directory need not be the workspace."""
     workspace = _repository(tmp_path)
     (workspace / "track.patch").write_text(_new_file_patch("old/HEAD") + _new_file_patch("old/index"))
     subprocess.run(["git", "-C", str(workspace), "apply", "--cached", "track.patch"], check=True)
-    (workspace / "old").symlink_to(".git")
+    (workspace / "old").symlink_to(link if link != "loop" else "old")
     _refused_before_asking(workspace, command, "git.link_in_index_path")
     assert (workspace / ".git" / "HEAD").is_file()
     (workspace / "old").unlink()  # the link gone, the same command asks again

@@ -160,8 +160,14 @@ def _no_link_on_an_index_path(ws: Path) -> None:
     git_dir = os.path.realpath(ws / ".git")
     for directory in sorted(directories, key=len):
         path = ws / os.fsdecode(directory)
-        real = os.path.realpath(path)
-        if os.path.islink(path) and (real == git_dir or real.startswith(git_dir + os.sep)):
+        if not os.path.islink(path):
+            continue
+        try:
+            real = os.path.realpath(path, strict=False)
+            magic = _through_process_links(str(path))
+        except OSError:
+            real, magic = git_dir, True  # cannot tell where it leads: as if into `.git`
+        if magic or real == git_dir or real.startswith(git_dir + os.sep):
             name = os.fsdecode(directory)
             raise _refusal(
                 "git.link_in_index_path",
@@ -170,6 +176,36 @@ def _no_link_on_an_index_path(ws: Path) -> None:
                 f"remove the link, or run `git rm -r --cached {name}` yourself",
                 "git",
             )
+
+
+def _through_process_links(path: str) -> bool:
+    """Whether resolving `path` passes through `/proc` or `/dev` (`/proc/self/cwd`, `/dev/fd/3`):
+    such links lead somewhere else for every process — for git, whose working directory is the
+    work tree's top, `/proc/self/cwd/.git` is `.git`, whatever it is for Tether. Resolved one
+    component at a time, as the kernel does; a loop counts as such a link."""
+    pending = path.split("/")
+    resolved = "/"
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, part)
+        if candidate in ("/proc", "/dev") or candidate.startswith(("/proc/", "/dev/")):
+            return True
+        if os.path.islink(candidate):
+            hops += 1
+            if hops > 40:
+                return True
+            target = os.readlink(candidate)
+            pending = target.split("/") + pending
+            resolved = "/" if target.startswith("/") else resolved
+            continue
+        resolved = candidate
+    return False
 
 
 _WORK_TREE_WRITERS = frozenset(
