@@ -792,3 +792,35 @@ def test_a_branch_holding_a_submodule_keeps_it_in_the_index(tmp_path: Path) -> N
     watch.discard()
     assert _gitlinks_in_index(workspace) == ["lib"]
     assert notes == []
+
+
+def test_a_commit_recording_a_planted_repository_is_moved_off_the_branch(tmp_path: Path) -> None:
+    """`git apply --cached sub.patch && git commit` put the gitlink into HEAD before the index was
+    cleaned: the user's `git restore --staged` (git's own hint) would bring it back, and their
+    `git status` then runs the planted program. The branch goes back; the commit stays reachable."""
+    workspace = _repository(tmp_path)
+    subprocess.run(["git", "-C", str(workspace), "commit", "-q", "--allow-empty", "-m", "base"], check=True)
+    base = subprocess.run(
+        ["git", "-C", str(workspace), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    marker = tmp_path / "ran"
+    (workspace / ".gitignore").write_text("build/\n")
+    head = _planted_repository(workspace / "build" / "evil", marker)
+    (workspace / "sub.patch").write_text(
+        f"diff --git a/build/evil b/build/evil\nnew file mode 160000\nindex 0000000..{head[:7]}\n"
+        f"--- /dev/null\n+++ b/build/evil\n@@ -0,0 +1 @@\n+Subproject commit {head}\n"
+    )
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call(
+        "bash_command", {"command": "git apply --cached sub.patch && git commit -q -m fix"}
+    )
+    assert result.state == "executed", result.text
+    assert any("moved `refs/heads/" in w for w in result.warnings), result.warnings
+    now = subprocess.run(
+        ["git", "-C", str(workspace), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    )
+    assert now.stdout.strip() == base
+    for hint in (["restore", "--staged", "."], ["status", "--short"]):
+        subprocess.run(["git", "-C", str(workspace), *hint], capture_output=True, check=False)
+    assert not marker.exists()

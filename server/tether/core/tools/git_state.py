@@ -483,6 +483,7 @@ class IndexWatch:
         self.existed = {n for n in (*self._REDIRECTS, "index.lock") if os.path.lexists(self.git_dir / n)}
         self.gitlinks = set(gitlinks(ws))
         self.tracked = self._tracked_placeholders()
+        self.refs = self._refs()
         self.saved: Path | None = None
         if (self.git_dir / "index").is_file():
             fd, name = tempfile.mkstemp(prefix="tether-index-")
@@ -510,6 +511,7 @@ class IndexWatch:
             if new_links or new_placeholders:
                 paths = b"".join(os.fsencode(p) + b"\0" for p in (*new_links, *new_placeholders))
                 self.git.run("update-index", "--force-remove", "-z", "--stdin", input=paths)
+            notes += self._refs_back()
         except (CheckpointError, OSError) as exc:
             notes.append(self._put_back(exc))
             return notes
@@ -557,6 +559,59 @@ class IndexWatch:
             "run `git status` to see where your repository stands"
         )
 
+    def _refs(self) -> dict[str, str]:
+        """Every branch, tag and stash, and a detached HEAD: where each points."""
+        listed = self.git.run(
+            "for-each-ref", "--format=%(objectname) %(refname)%00", "refs/heads", "refs/tags", "refs/stash"
+        ).stdout
+        refs: dict[str, str] = {}
+        for entry in listed.split(b"\0"):
+            sha, _, name = entry.strip(b"\n").partition(b" ")
+            if name:
+                refs[os.fsdecode(name)] = sha.decode("ascii")
+        head = self.git.run("symbolic-ref", "-q", "HEAD", ok_codes=(0, 1))
+        if head.returncode == 1:  # detached
+            refs["HEAD"] = (
+                self.git.run("rev-parse", "--verify", "-q", "HEAD", ok_codes=(0, 1)).stdout.decode().strip()
+            )
+        return {name: sha for name, sha in refs.items() if sha}
+
+    def _refs_back(self) -> list[str]:
+        """A ref the command moved onto a commit that records a repository of the work tree as a
+        submodule goes back where it was: the user's next checkout or `git restore --staged` would
+        bring that submodule into the index, and their `git status` would obey its config. The
+        commit stays in the repository; the note names it."""
+        notes = []
+        for name, new in self._refs().items():
+            old = self.refs.get(name)
+            if old == new:
+                continue
+            changed = self.git.run("diff-tree", "-r", "-z", "--raw", old or _EMPTY_TREE, new).stdout.split(
+                b"\0"
+            )
+            added = [
+                os.fsdecode(changed[i + 1])
+                for i in range(0, len(changed) - 1, 2)
+                if changed[i].startswith(b":")
+                and changed[i].split(b" ")[1] == b"160000"
+                and changed[i].split(b" ")[0] != b":160000"
+            ]
+            planted = [p for p in added if _has_git(self.ws / p)]
+            if not planted:
+                continue
+            where = ["--no-deref"] if name == "HEAD" else []
+            if old is None:
+                self.git.run("update-ref", "-d", name, new)
+            else:
+                self.git.run("update-ref", *where, name, old, new)
+            names = ", ".join(f"`{p}`" for p in planted)
+            notes.append(
+                f"Tether moved `{name}` back from {new[:12]} to {(old or 'nothing')[:12]}: that commit "
+                f"records {names} — a repository in the work tree — as a submodule, whose config your "
+                f"`git status` would obey after a checkout. It is still there (`git show {new[:12]}`)."
+            )
+        return notes
+
     def _tracked_placeholders(self) -> set[str]:
         if not self.placeholders:
             return set()
@@ -569,3 +624,6 @@ class IndexWatch:
 def _has_git(directory: Path) -> bool:
     """A `.git` in `directory` (or reached through it, were it a link): a repository git would use."""
     return os.path.lexists(directory / ".git")
+
+
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
