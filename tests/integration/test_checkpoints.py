@@ -409,7 +409,7 @@ def test_placeholders_are_listed_before_they_are_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A checkpoint taken while the sandbox is still making its placeholders leaves out the ones
-    already made: each is listed before any exists, and appears already marked and read-only."""
+    already made: each is listed before any exists."""
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
     _xattrs_or_skip(repo)
     store = Checkpoints(repo, CheckpointSettings())
@@ -417,8 +417,8 @@ def test_placeholders_are_listed_before_they_are_made(
     made = profile._create_placeholder
     taken: list[str] = []
 
-    def checkpoint_meanwhile(path: Path, temp: Path) -> tuple[int, int] | None:
-        created = made(path, temp)
+    def checkpoint_meanwhile(path: Path) -> tuple[int, int] | None:
+        created = made(path)
         if not taken:
             taken.append(store.create("meanwhile").commit)
         return created

@@ -48,7 +48,7 @@ from tether.core.checkpoints.store import (
 )
 from tether.core.config import CheckpointSettings, user_state_dir
 from tether.core.gitcmd import Git
-from tether.core.placeholders import is_marked_placeholder, recorded_placeholders
+from tether.core.placeholders import recorded_placeholders
 from tether.core.redact import redact_text
 from tether.errors import CheckpointError, CheckpointRefused
 
@@ -416,7 +416,9 @@ class Checkpoints:
 
     def _placeholders(self) -> set[str]:
         """The sandbox's placeholders in the work tree now, relative: listed by the sandbox in its
-        registry (a command cannot add to it) and still empty, read-only and marked."""
+        registry (a command cannot add to it; a path is listed before its placeholder is made) and
+        an empty regular file — marked or not yet. An empty file of the user's at such a path is
+        left out too: there is nothing in it to lose."""
         prefix = f"{self.workspace}/"
         found: set[str] = set()
         for full in recorded_placeholders(self.workspace):
@@ -426,7 +428,7 @@ class Checkpoints:
                 st = os.lstat(full)
             except OSError:
                 continue
-            if is_marked_placeholder(full, st):
+            if stat.S_ISREG(st.st_mode) and st.st_size == 0:
                 found.add(full[len(prefix) :])
         return found
 

@@ -10,7 +10,6 @@ import fcntl
 import os
 import pwd
 import stat
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -209,16 +208,15 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
                 )
             paths.append(target)
         missing = [p for p in paths if not os.path.lexists(p)]
-        temps = [_temp_name(p) for p in missing]
         adopted = [p for p in paths if p not in missing and _is_placeholder(p, made)]
         if missing or adopted:
             try:  # before any is made: a checkpoint taken meanwhile already leaves them out
-                record_placeholders(workspace, [*missing, *temps, *adopted])
+                record_placeholders(workspace, [*missing, *adopted])
             except OSError as exc:
                 raise SandboxError(f"refusing to run: cannot list the sandbox's placeholders: {exc}") from exc
-        for target, temp in zip(missing, temps, strict=True):
+        for target in missing:
             try:
-                created = _create_placeholder(target, temp)
+                created = _create_placeholder(target)
             except OSError as exc:
                 # Without the placeholder the path could be created: refuse rather than run.
                 raise SandboxError(
@@ -246,34 +244,23 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
             os.close(lock_fd)  # also releases the flock
 
 
-def _create_placeholder(path: Path, temp: Path) -> tuple[int, int] | None:
+def _create_placeholder(path: Path) -> tuple[int, int] | None:
     """Create the empty placeholder; (dev, ino) when we made it, None when `path` already exists.
 
-    It appears already marked and read-only: made as `temp` in the same directory, then hard-linked
-    into place (which, unlike a rename, never replaces a file the user made meanwhile). A
-    checkpoint never sees it half made; both names are in the registry before either exists."""
-    with suppress(FileNotFoundError):
-        os.unlink(temp)  # left by a run that crashed
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    Its path is in the registry before it exists, so a checkpoint taken meanwhile leaves it out
+    even before it is marked (checkpoints skip a listed path while it is an empty file)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return None
     try:
         with suppress(OSError):  # e.g. a filesystem without user xattrs: then only we remove it
             os.setxattr(fd, PLACEHOLDER_XATTR, b"1")  # needs write permission: before the chmod
         os.fchmod(fd, 0o444)
         st = os.fstat(fd)
-        try:
-            os.link(temp, path, follow_symlinks=False)
-        except FileExistsError:
-            return None
     finally:
         os.close(fd)
-        with suppress(OSError):
-            os.unlink(temp)
     return st.st_dev, st.st_ino
-
-
-def _temp_name(path: Path) -> Path:
-    """Where `path`'s placeholder is made before it is linked into place: unique per thread."""
-    return path.with_name(f".{path.name}.tether-{os.getpid()}-{threading.get_ident()}")
 
 
 def _is_placeholder(path: Path, made: list[tuple[Path, int, int]]) -> bool:
