@@ -824,3 +824,18 @@ def test_a_commit_recording_a_planted_repository_is_moved_off_the_branch(tmp_pat
     for hint in (["restore", "--staged", "."], ["status", "--short"]):
         subprocess.run(["git", "-C", str(workspace), *hint], capture_output=True, check=False)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git submodule update --init",
+        "git submodule add https://example.com/lib.git lib",
+        "git submodule sync",
+    ],
+)
+def test_submodule_setup_is_refused_with_the_way_out(tmp_path: Path, command: str) -> None:
+    """They write `.git/config` and `.git/modules`, read-only even for an approved git: asking would
+    only end in a read-only-file error."""
+    session = _refused_before_asking(_repository(tmp_path), command, "git.submodule_setup")
+    assert session is not None

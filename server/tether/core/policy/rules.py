@@ -87,6 +87,7 @@ RULES: dict[str, str] = {
     "git.local_remote": "a git command given a writable .git that names a local path as its remote",
     "git.link_in_index_path": "a directory on the way to a file in git's index is a symlink (.git writable)",
     "git.untracked_repository": "an untracked repository in the work tree could become a submodule",
+    "git.submodule_setup": "git submodule add/init/update/... write .git/config and .git/modules (read-only)",
     "git.linked_worktree": "a git command that changes the repository where .git is not a directory here",
     "git.state_redirect": "a file redirect, or cd/-C after a work-tree-writing git, with .git writable",
     "go.subcommand": "a go subcommand outside build/test/run/vet/list/mod(safe)/version/env",

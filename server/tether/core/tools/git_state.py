@@ -68,6 +68,7 @@ def changes_git_state(decision: Decision, ws: Path, config: EffectiveConfig, cwd
             "run this git command yourself, in a terminal",
             "git",
         )
+    _no_submodule_setup(decision)
     _only_git_beside(decision, ws, config, cwd)
     _nothing_through_new_links(decision)
     _only_this_repository(decision, ws, cwd)
@@ -81,6 +82,29 @@ _RECORD_NO_NEW_PATH = frozenset(
 )
 """Subcommands that never bring a path the index lacks into it (`commit -a` and `commit PATH`
 take tracked files only). `stash` is not one: `stash pop` brings back whatever was stashed."""
+
+
+_SUBMODULE_SETUP = frozenset(
+    {"add", "init", "update", "sync", "deinit", "absorbgitdirs", "set-url", "set-branch"}
+)
+
+
+def _no_submodule_setup(decision: Decision) -> None:
+    """`git submodule add/init/update/…` write `.git/config` and `.git/modules`, which stay
+    read-only in the sandbox (a submodule's config names programs the user's git runs): refused
+    before asking, with the way out, rather than failing on a read-only file after an approval."""
+    for segment in decision.segments:
+        argv = segment.argv
+        if argv and argv[0] == "git" and git_subcommand(argv) == "submodule":
+            words = [a for a in argv[argv.index("submodule") + 1 :] if not a.startswith("-")]
+            if words and words[0] in _SUBMODULE_SETUP:
+                raise _refusal(
+                    "git.submodule_setup",
+                    f"`git submodule {words[0]}` writes `.git/config` and `.git/modules`, which the "
+                    "sandbox keeps read-only (a submodule's config names programs your own git runs)",
+                    f"run `{' '.join(argv)}` yourself, in a terminal",
+                    "git",
+                )
 
 
 def _forces(argv: Sequence[str]) -> bool:
