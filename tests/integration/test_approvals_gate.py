@@ -832,10 +832,13 @@ def test_a_commit_recording_a_planted_repository_is_moved_off_the_branch(tmp_pat
         "git submodule update --init",
         "git submodule add https://example.com/lib.git lib",
         "git submodule sync",
+        "git -C submodule submodule update",
     ],
 )
 def test_submodule_setup_is_refused_with_the_way_out(tmp_path: Path, command: str) -> None:
     """They write `.git/config` and `.git/modules`, read-only even for an approved git: asking would
     only end in a read-only-file error."""
-    session = _refused_before_asking(_repository(tmp_path), command, "git.submodule_setup")
+    workspace = _repository(tmp_path)
+    (workspace / "submodule").mkdir()
+    session = _refused_before_asking(workspace, command, "git.submodule_setup")
     assert session is not None

@@ -26,7 +26,7 @@ from tether.core.gitcmd import Git
 from tether.core.gitlinks import gitlinks
 from tether.core.lockfiles import lock_file
 from tether.core.policy import Decision, decide_argv
-from tether.core.policy.asks import git_subcommand
+from tether.core.policy.asks import git_plain, git_subcommand
 from tether.core.policy.types import Redirect
 from tether.core.sandbox.profile import placeholder_anchor
 from tether.errors import CheckpointError, PolicyDenied
@@ -96,7 +96,7 @@ def _no_submodule_setup(decision: Decision) -> None:
     for segment in decision.segments:
         argv = segment.argv
         if argv and argv[0] == "git" and git_subcommand(argv) == "submodule":
-            words = [a for a in argv[argv.index("submodule") + 1 :] if not a.startswith("-")]
+            words = [a for a in git_plain(argv)[2:] if not a.startswith("-")]
             if words and words[0] in _SUBMODULE_SETUP:
                 raise _refusal(
                     "git.submodule_setup",
