@@ -842,3 +842,71 @@ def test_submodule_setup_is_refused_with_the_way_out(tmp_path: Path, command: st
     (workspace / "submodule").mkdir()
     session = _refused_before_asking(workspace, command, "git.submodule_setup")
     assert session is not None
+
+
+def _gitlink_patch(path: str, head: str, *, reverse: bool = False) -> str:
+    mode, old, new, line = (
+        ("deleted file mode", f"b/{path}", "/dev/null", "-")
+        if reverse
+        else ("new file mode", "/dev/null", f"b/{path}", "+")
+    )
+    return (
+        f"diff --git a/{path} b/{path}\n{mode} 160000\nindex 0000000..{head[:7]}\n"
+        f"--- {old}\n+++ {new}\n@@ -0,0 +1 @@\n{line}Subproject commit {head}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("planted", "command"),
+    [
+        # added in one commit, removed in the next: the tip shows nothing; `git reset HEAD~1` brings it back
+        (
+            True,
+            "git apply --cached sub.patch && git commit -q -m fix && git apply --cached -R sub.patch "
+            "&& git commit -q -m tidy",
+        ),
+        # no repository there yet: the next command could make one, and only the commit holds the path
+        (False, "git apply --cached sub.patch && git commit -q -m fix && git apply --cached -R sub.patch"),
+    ],
+)
+def test_every_commit_the_command_made_is_checked_for_a_new_submodule(
+    tmp_path: Path, planted: bool, command: str
+) -> None:
+    workspace = _repository(tmp_path)
+    subprocess.run(["git", "-C", str(workspace), "commit", "-q", "--allow-empty", "-m", "base"], check=True)
+    base = _rev(workspace, "HEAD")
+    (workspace / ".gitignore").write_text("build/\n")
+    head = "b" * 40
+    if planted:
+        head = _planted_repository(workspace / "build" / "evil", tmp_path / "ran")
+    (workspace / "sub.patch").write_text(_gitlink_patch("build/evil", head))
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call("bash_command", {"command": command})
+    assert result.state == "executed", result.text
+    assert _rev(workspace, "HEAD") == base, result.warnings
+
+
+def test_merging_a_branch_that_has_a_submodule_keeps_the_merge(tmp_path: Path) -> None:
+    """The submodule came with the branch (it was in the repository before): not the command's."""
+    workspace = _repository(tmp_path)
+    subprocess.run(["git", "-C", str(workspace), "commit", "-q", "--allow-empty", "-m", "base"], check=True)
+    branch = _rev(workspace, "HEAD")
+    subprocess.run(["git", "-C", str(workspace), "checkout", "-q", "-b", "feat"], check=True)
+    _add_gitlink(workspace, "lib")
+    subprocess.run(["git", "-C", str(workspace), "commit", "-q", "-m", "lib"], check=True)
+    subprocess.run(["git", "-C", str(workspace), "checkout", "-q", branch], check=True)
+    subprocess.run(["git", "-C", str(workspace), "checkout", "-q", "-b", "main2"], check=True)
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call("bash_command", {"command": "git merge -q --no-ff feat -m merged"})
+    assert result.state == "executed", result.text
+    assert _rev(workspace, "HEAD") != branch
+    assert not any("moved" in w for w in result.warnings), result.warnings
+
+
+def _rev(workspace: Path, rev: str) -> str:
+    out = subprocess.run(
+        ["git", "-C", str(workspace), "rev-parse", rev], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()

@@ -508,6 +508,7 @@ class IndexWatch:
         self.gitlinks = set(gitlinks(ws))
         self.tracked = self._tracked_placeholders()
         self.refs = self._refs()
+        self.started = int(time.time())
         self.saved: Path | None = None
         if (self.git_dir / "index").is_file():
             fd, name = tempfile.mkstemp(prefix="tether-index-")
@@ -601,40 +602,56 @@ class IndexWatch:
         return {name: sha for name, sha in refs.items() if sha}
 
     def _refs_back(self) -> list[str]:
-        """A ref the command moved onto a commit that records a repository of the work tree as a
-        submodule goes back where it was: the user's next checkout or `git restore --staged` would
-        bring that submodule into the index, and their `git status` would obey its config. The
-        commit stays in the repository; the note names it."""
+        """Refs the command moved go back where they were when any commit it made records a new
+        submodule — in any commit, not only at a tip (added, then removed again, it comes back
+        with the user's `git reset HEAD~1`), and whether or not a repository stands there yet (one
+        can be made there by the next command: a path only in a commit is not kept read-only).
+        The user's checkout or `git restore --staged` would bring that submodule into the index,
+        and their `git status` would obey its config. The commits stay; the note names them.
+        Commits that existed before — a branch merged, a checkout — are not looked at."""
+        now = self._refs()
+        moved = {name: new for name, new in now.items() if self.refs.get(name) != new}
+        if not moved:
+            return []
+        revs = [*moved.values(), *(f"^{sha}" for sha in sorted(set(self.refs.values())))]
+        listed = self.git.run(
+            "rev-list", "--timestamp", "--parents", "--stdin", input="\n".join(revs).encode() + b"\n"
+        )
+        added: set[str] = set()
+        for line in listed.stdout.decode("ascii").splitlines():
+            ts, commit, *parents = line.split()
+            if int(ts) < self.started - 2:
+                continue  # not made by the command: fetched or merged commits keep their own dates
+            # new against every parent: a merge of a branch that had the submodule brings none
+            per_parent = [self._gitlinks_added(parent, commit) for parent in parents or [_EMPTY_TREE]]
+            added |= set.intersection(*per_parent)
+        if not added:
+            return []
         notes = []
-        for name, new in self._refs().items():
+        paths = ", ".join(f"`{p}`" for p in sorted(added))
+        for name, new in moved.items():
             old = self.refs.get(name)
-            if old == new:
-                continue
-            changed = self.git.run("diff-tree", "-r", "-z", "--raw", old or _EMPTY_TREE, new).stdout.split(
-                b"\0"
-            )
-            added = [
-                os.fsdecode(changed[i + 1])
-                for i in range(0, len(changed) - 1, 2)
-                if changed[i].startswith(b":")
-                and changed[i].split(b" ")[1] == b"160000"
-                and changed[i].split(b" ")[0] != b":160000"
-            ]
-            planted = [p for p in added if _has_git(self.ws / p)]
-            if not planted:
-                continue
-            where = ["--no-deref"] if name == "HEAD" else []
             if old is None:
                 self.git.run("update-ref", "-d", name, new)
             else:
-                self.git.run("update-ref", *where, name, old, new)
-            names = ", ".join(f"`{p}`" for p in planted)
+                self.git.run("update-ref", *(["--no-deref"] if name == "HEAD" else []), name, old, new)
             notes.append(
-                f"Tether moved `{name}` back from {new[:12]} to {(old or 'nothing')[:12]}: that commit "
-                f"records {names} — a repository in the work tree — as a submodule, whose config your "
-                f"`git status` would obey after a checkout. It is still there (`git show {new[:12]}`)."
+                f"Tether moved `{name}` back from {new[:12]} to {(old or 'nothing')[:12]}: a commit the "
+                f"command made records {paths} as a new submodule, whose "
+                f"config your `git status` would obey after a checkout. The commits are still there "
+                f"(`git log {new[:12]}`); add a submodule yourself if you meant to."
             )
         return notes
+
+    def _gitlinks_added(self, old: str, new: str) -> set[str]:
+        raw = self.git.run("diff-tree", "-r", "-z", "--raw", old, new).stdout.split(b"\0")
+        return {
+            os.fsdecode(raw[i + 1])
+            for i in range(0, len(raw) - 1, 2)
+            if raw[i].startswith(b":")
+            and raw[i][1:].split(b" ")[1] == b"160000"
+            and not raw[i].startswith(b":160000")
+        }
 
     def _tracked_placeholders(self) -> set[str]:
         if not self.placeholders:
