@@ -910,3 +910,34 @@ def _rev(workspace: Path, rev: str) -> str:
         ["git", "-C", str(workspace), "rev-parse", rev], capture_output=True, text=True, check=True
     )
     return out.stdout.strip()
+
+
+def test_a_commit_dated_in_the_past_is_checked_too(tmp_path: Path) -> None:
+    """`git am --committer-date-is-author-date` takes the committer date from the agent's patch:
+    what the command made is told by what no ref reached before, not by dates."""
+    workspace = _repository(tmp_path)
+    git = ["git", "-C", str(workspace)]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "base"], check=True)
+    base = _rev(workspace, "HEAD")
+    (workspace / ".gitignore").write_text("build/\n")
+    _planted_repository(workspace / "build" / "evil", tmp_path / "ran")
+    old = {
+        **os.environ,
+        "GIT_AUTHOR_DATE": "2001-01-01T00:00:00",
+        "GIT_COMMITTER_DATE": "2001-01-01T00:00:00",
+    }
+    subprocess.run([*git, "checkout", "-q", "-b", "side"], check=True)
+    _add_gitlink(workspace, "build/evil")
+    subprocess.run([*git, "commit", "-q", "-m", "old"], check=True, env=old)
+    mbox = subprocess.run([*git, "format-patch", "-1", "--stdout"], capture_output=True, check=True).stdout
+    (workspace / "evil.mbox").write_bytes(mbox)
+    subprocess.run([*git, "checkout", "-q", "-"], check=True)
+    subprocess.run([*git, "branch", "-q", "-D", "side"], check=True)
+    subprocess.run([*git, "rm", "-q", "--cached", "build/evil"], check=False)
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call(
+        "bash_command", {"command": "git am -q --committer-date-is-author-date evil.mbox"}
+    )
+    assert result.state == "executed", result.text
+    assert _rev(workspace, "HEAD") == base, result.warnings

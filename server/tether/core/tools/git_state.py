@@ -508,7 +508,7 @@ class IndexWatch:
         self.gitlinks = set(gitlinks(ws))
         self.tracked = self._tracked_placeholders()
         self.refs = self._refs()
-        self.started = int(time.time())
+        self.known = self._commits_at_refs()
         self.saved: Path | None = None
         if (self.git_dir / "index").is_file():
             fd, name = tempfile.mkstemp(prefix="tether-index-")
@@ -601,6 +601,22 @@ class IndexWatch:
             )
         return {name: sha for name, sha in refs.items() if sha}
 
+    def _commits_at_refs(self) -> set[str]:
+        """The commits every ref (remote-tracking ones too) points at before the run, tags peeled:
+        what was there is not the command's. Not committer dates: `am` and `rebase
+        --committer-date-is-author-date` take those from the agent's patch."""
+        listed = self.git.run(
+            "for-each-ref", "--format=%(objectname) %(objecttype) %(*objectname) %(*objecttype)"
+        ).stdout.decode("ascii")
+        known = set(self.refs.values())
+        for line in listed.splitlines():
+            sha, kind, peeled, peeled_kind = [*line.split(" "), "", "", ""][:4]
+            if kind == "commit":
+                known.add(sha)
+            elif kind == "tag" and peeled_kind == "commit":
+                known.add(peeled)
+        return known
+
     def _refs_back(self) -> list[str]:
         """Refs the command moved go back where they were when any commit it made records a new
         submodule — in any commit, not only at a tip (added, then removed again, it comes back
@@ -608,20 +624,17 @@ class IndexWatch:
         can be made there by the next command: a path only in a commit is not kept read-only).
         The user's checkout or `git restore --staged` would bring that submodule into the index,
         and their `git status` would obey its config. The commits stay; the note names them.
-        Commits that existed before — a branch merged, a checkout — are not looked at."""
+        Commits reachable from a ref before the run — a branch merged, a checkout — are not
+        looked at; ones a `pull` fetched in the same command are (safe, if sometimes too strict)."""
         now = self._refs()
         moved = {name: new for name, new in now.items() if self.refs.get(name) != new}
         if not moved:
             return []
-        revs = [*moved.values(), *(f"^{sha}" for sha in sorted(set(self.refs.values())))]
-        listed = self.git.run(
-            "rev-list", "--timestamp", "--parents", "--stdin", input="\n".join(revs).encode() + b"\n"
-        )
+        revs = [*moved.values(), *(f"^{sha}" for sha in sorted(self.known))]
+        listed = self.git.run("rev-list", "--parents", "--stdin", input="\n".join(revs).encode() + b"\n")
         added: set[str] = set()
         for line in listed.stdout.decode("ascii").splitlines():
-            ts, commit, *parents = line.split()
-            if int(ts) < self.started - 2:
-                continue  # not made by the command: fetched or merged commits keep their own dates
+            commit, *parents = line.split()
             # new against every parent: a merge of a branch that had the submodule brings none
             per_parent = [self._gitlinks_added(parent, commit) for parent in parents or [_EMPTY_TREE]]
             added |= set.intersection(*per_parent)
