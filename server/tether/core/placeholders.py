@@ -9,7 +9,8 @@ Why a registry besides the mark: a command in the sandbox can set the same xattr
 own. Were the mark enough, such a file would be left out of every checkpoint, and a rollback would
 leave it behind. So checkpoints skip only the paths the sandbox itself listed, in a file in the
 user's state directory (beside the workspace's lock, out of the sandbox's reach), and only while
-the file there still carries the mark.
+the file there is empty — listed before it is made, it may not carry the mark yet. The mark decides
+what the sandbox removes afterwards and what a rollback may replace.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def is_marked_placeholder(path: str | os.PathLike[str], st: os.stat_result) -> b
     """An empty regular file without write permission that carries the sandbox's mark.
 
     `st` is the caller's `lstat` of `path`; the xattr is read only for files that pass the cheap
-    checks, so a snapshot of 250,000 files pays it for almost none.
+    checks. Only what may be removed or replaced asks this: the sandbox's cleanup, a rollback.
     """
     if not stat.S_ISREG(st.st_mode) or st.st_size != 0 or st.st_mode & 0o222:
         return False

@@ -37,7 +37,6 @@ from tether.core.config import (
     user_config_path,
 )
 from tether.core.gate import EventSink, Gate, GateResult
-from tether.core.gitlinks import protected_git_paths
 from tether.core.network.rules import NetworkSettings
 from tether.core.permissions import Permissions, format_permissions, parse_permissions
 from tether.core.policy import protected_write_paths
@@ -51,9 +50,10 @@ from tether.core.sandbox import (
     select_runner,
 )
 from tether.core.sandbox.env import path_tools_inside, rejected_passthrough
+from tether.core.sandbox.protected import protected_paths
 from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import DocumentSource, Tool
-from tether.errors import CheckpointError, ConfigError, SandboxError
+from tether.errors import ConfigError, SandboxError
 
 
 @dataclass(frozen=True)
@@ -150,13 +150,12 @@ class Session:
         """Absolute paths no tool or command may write (the sandbox keeps them read-only), the
         `.git` of other repositories inside included (docs/sandbox.md). When an index cannot be
         read, `strict` refuses (to run a command); otherwise the policy's list alone (to show)."""
-        paths = tuple(Path(p) for p in protected_write_paths(self.workspace, self.config.policy))
         try:
-            return paths + protected_git_paths(self.workspace)
-        except CheckpointError as exc:
-            if not strict:
-                return paths
-            raise SandboxError(f"refusing to run: {exc}") from exc
+            return protected_paths(self.workspace, self.config.policy)
+        except SandboxError:
+            if strict:
+                raise
+            return tuple(Path(p) for p in protected_write_paths(self.workspace, self.config.policy))
 
     def sandbox_report(self) -> dict[str, Any]:
         """`probe_sandboxes()` plus what this session's config chose and refuses to pass."""

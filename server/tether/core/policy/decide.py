@@ -303,9 +303,10 @@ def _check_command(
         expanded.extend(_expand(word, workspace, settings, base))
     argv = [name, *expanded]
     literal_argv = (name, *(w.value for w in raw.args))
+    bare = git_without_globals(argv) if name == "git" else argv
     for rule in settings.denied:
         words = _words(rule)
-        if _prefix(words, argv) or _prefix(words, git_without_globals(argv)):
+        if _prefix(words, argv) or _prefix(words, bare):
             raise Deny("user.denied", f"`{' '.join(words)}` is denied by your configuration", program=name)
     data_rule = strictest(settings.rules, argv)
     if data_rule is not None and data_rule.decision == "deny":

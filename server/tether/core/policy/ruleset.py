@@ -71,16 +71,18 @@ class Rule:
         """`npm run {build|test}`: how people read the pattern."""
         return " ".join(w if isinstance(w, str) else "{" + "|".join(w) + "}" for w in self.pattern)
 
-    def applies_to(self, argv: Sequence[str]) -> bool:
+    def applies_to(self, argv: Sequence[str], forms: GitForms | None = None) -> bool:
         """Whether the rule decides this simple command, as the policy matches it: git's global
         options are dropped first — all of them for a deny or ask rule (`git -c k=v push` is still
         `git push`), only `-C DIR` and `--no-pager` for an allow rule (`git commit` must not allow
-        `git -c core.fsmonitor=… commit`)."""
+        `git -c core.fsmonitor=… commit`). `forms`: `git_forms(argv)`, when the caller matches
+        many rules against one command."""
         if self.matches(argv):
             return True
         if not argv or argv[0] != "git":
             return False
-        return self.matches(git_plain(argv) if self.decision == "allow" else git_without_globals(argv))
+        for_allow, for_others = forms or git_forms(argv)
+        return self.matches(for_allow if self.decision == "allow" else for_others)
 
     def matches(self, argv: Sequence[str]) -> bool:
         """The pattern as a prefix of `argv`, word for word."""
@@ -122,11 +124,20 @@ class Rule:
         return table
 
 
+GitForms = tuple[Sequence[str], Sequence[str]]
+"""A git command as allow rules see it (`git_plain`) and as deny and ask rules do."""
+
+
+def git_forms(argv: Sequence[str]) -> GitForms:
+    return git_plain(argv), git_without_globals(argv)
+
+
 def strictest(rules: Sequence[Rule], argv: Sequence[str]) -> Rule | None:
     """The strictest rule that applies to this simple command: deny over ask over allow."""
     found: Rule | None = None
+    forms = git_forms(argv) if argv and argv[0] == "git" else None  # once, not per rule
     for rule in rules:
-        if rule.applies_to(argv) and (
+        if rule.applies_to(argv, forms) and (
             found is None or STRICTNESS[rule.decision] > STRICTNESS[found.decision]
         ):
             found = rule

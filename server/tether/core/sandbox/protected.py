@@ -1,39 +1,27 @@
-"""Protected paths for a workspace, from the policy when it provides them.
+"""What the sandbox keeps read-only in a workspace: the one list the bash tool and `tether sandbox`
+both run with.
 
-The policy owns the list (`tether.core.policy.protected_write_paths`); this shim lets the sandbox
-CLI and tool ask for it in one place. Until the policy module exports it, a conservative built-in
-list is used, so the sandbox never runs with *no* protected paths.
+The policy owns the names (`tether.core.policy.protected_write_paths`: `.git`, `.envrc`, editor
+and CI configuration, …); `tether.core.gitlinks` adds the `.git` of other repositories inside the
+workspace, which the user's own git obeys. Reading those needs git: when an index cannot be read
+the list is incomplete, and a command that can write must not run (SandboxError).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from tether.core.gitlinks import protected_git_paths
+from tether.core.policy import protected_write_paths
 from tether.core.policy.settings import PolicySettings
-
-FALLBACK_PROTECTED = (
-    ".git",
-    ".tether",
-    ".vscode",
-    ".idea",
-    ".envrc",
-    ".env",
-    ".gitmodules",
-    ".github/workflows",
-    ".gitlab-ci.yml",
-    ".pre-commit-config.yaml",
-)
+from tether.errors import CheckpointError, SandboxError
 
 
 def protected_paths(workspace: Path, settings: PolicySettings | None = None) -> tuple[Path, ...]:
-    settings = settings if settings is not None else PolicySettings()
+    """Absolute paths (existing or not) no command may write; SandboxError when the other
+    repositories inside cannot be listed."""
+    paths = tuple(Path(p) for p in protected_write_paths(workspace, settings or PolicySettings()))
     try:
-        import importlib
-
-        # Looked up dynamically: the policy package may not export it yet in this checkout.
-        provider = vars(importlib.import_module("tether.core.policy"))["protected_write_paths"]
-    except (ImportError, KeyError):
-        paths = [workspace / rel for rel in FALLBACK_PROTECTED]
-        paths += [workspace / rel for rel in settings.extra_protected if not any(c in rel for c in "*?[")]
-        return tuple(paths)
-    return tuple(Path(p) for p in provider(workspace, settings))
+        return paths + protected_git_paths(workspace)
+    except CheckpointError as exc:
+        raise SandboxError(f"refusing to run a command that can write: {exc}; `git status` says why") from exc

@@ -24,17 +24,17 @@ from typing import Any
 
 from tether.core.approvals import ApprovalNeed, AskedSegment
 from tether.core.config import EffectiveConfig, Transform
-from tether.core.gitlinks import protected_git_paths
 from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
+from tether.core.sandbox.protected import protected_paths
 from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.git_state import IndexWatch, changes_git_state, repository_lock
 from tether.core.tools.git_tool import commit_identity
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
-from tether.errors import CheckpointError, PolicyDenied, SandboxError, SandboxUnavailable, ToolInputError
+from tether.errors import CheckpointError, PolicyDenied, SandboxUnavailable, ToolInputError
 
 TRUNCATION_SUGGESTION = "Use output filtering or pagination"
 _SHELL_CHARS = frozenset("|&;<>()$`\\\"'*?[]{}~#\n")
@@ -342,15 +342,9 @@ GIT_KEPT_READ_ONLY = ("hooks", "config", "info", "tether", "modules", "objects/i
 
 
 def _protected(ws: Path, config: EffectiveConfig, git_state: bool, *, read_only: bool) -> tuple[Path, ...]:
-    paths = tuple(protected_write_paths(ws, config.policy))
-    if read_only:
-        return paths  # the whole workspace is read-only
-    try:
-        paths += protected_git_paths(ws)  # the user's `git status` looks into them
-    except CheckpointError as exc:
-        raise SandboxError(
-            f"refusing to run a command that can write: {exc}; run `git status` to see why"
-        ) from exc
+    if read_only:  # the whole workspace is read-only
+        return tuple(protected_write_paths(ws, config.policy))
+    paths = protected_paths(ws, config.policy)
     git_dir = ws / ".git"
     if not git_state or not git_dir.is_dir() or git_dir.is_symlink():
         return paths

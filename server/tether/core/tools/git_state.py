@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from tether.core.checkpoints.restore import GITLINK, diff_trees
 from tether.core.config import EffectiveConfig
 from tether.core.gitcmd import Git
 from tether.core.gitlinks import gitlinks
@@ -507,8 +508,7 @@ class IndexWatch:
         self.existed = {n for n in (*self._REDIRECTS, "index.lock") if os.path.lexists(self.git_dir / n)}
         self.gitlinks = set(gitlinks(ws))
         self.tracked = self._tracked_placeholders()
-        self.refs = self._refs()
-        self.known = self._commits_at_refs()
+        self.refs, self.known = self._refs()
         self.saved: Path | None = None
         if (self.git_dir / "index").is_file():
             fd, name = tempfile.mkstemp(prefix="tether-index-")
@@ -531,7 +531,9 @@ class IndexWatch:
                 notes.append(f"Tether removed `.git/{name}`, which the command left behind")
             # A new submodule not checked out (an empty directory: a branch holding one) is kept:
             # from the next command on, the sandbox keeps its directory read-only.
-            new_links = sorted(p for p in set(gitlinks(self.ws)) - self.gitlinks if _has_git(self.ws / p))
+            new_links = sorted(
+                p for p in set(gitlinks(self.ws)) - self.gitlinks if os.path.lexists(self.ws / p / ".git")
+            )
             new_placeholders = sorted(self._tracked_placeholders() - self.tracked)
             if new_links or new_placeholders:
                 paths = b"".join(os.fsencode(p) + b"\0" for p in (*new_links, *new_placeholders))
@@ -584,38 +586,36 @@ class IndexWatch:
             "run `git status` to see where your repository stands"
         )
 
-    def _refs(self) -> dict[str, str]:
-        """Every branch, tag and stash, and a detached HEAD: where each points."""
-        listed = self.git.run(
-            "for-each-ref", "--format=%(objectname) %(refname)%00", "refs/heads", "refs/tags", "refs/stash"
-        ).stdout
-        refs: dict[str, str] = {}
-        for entry in listed.split(b"\0"):
-            sha, _, name = entry.strip(b"\n").partition(b" ")
-            if name:
-                refs[os.fsdecode(name)] = sha.decode("ascii")
-        head = self.git.run("symbolic-ref", "-q", "HEAD", ok_codes=(0, 1))
-        if head.returncode == 1:  # detached
-            refs["HEAD"] = (
-                self.git.run("rev-parse", "--verify", "-q", "HEAD", ok_codes=(0, 1)).stdout.decode().strip()
-            )
-        return {name: sha for name, sha in refs.items() if sha}
-
-    def _commits_at_refs(self) -> set[str]:
-        """The commits every ref (remote-tracking ones too) points at before the run, tags peeled:
-        what was there is not the command's. Not committer dates: `am` and `rebase
+    def _refs(self) -> tuple[dict[str, str], set[str]]:
+        """Where every branch, tag and the stash (and a detached HEAD) point; and every commit any
+        ref reaches directly (remote-tracking ones too, tags peeled) — what was there before the
+        run is not the command's. Not committer dates: `am` and `rebase
         --committer-date-is-author-date` take those from the agent's patch."""
         listed = self.git.run(
-            "for-each-ref", "--format=%(objectname) %(objecttype) %(*objectname) %(*objecttype)"
-        ).stdout.decode("ascii")
-        known = set(self.refs.values())
-        for line in listed.splitlines():
-            sha, kind, peeled, peeled_kind = [*line.split(" "), "", "", ""][:4]
+            "for-each-ref", "--format=%(objectname) %(objecttype) %(*objectname) %(*objecttype) %(refname)%00"
+        ).stdout
+        watched: dict[str, str] = {}
+        commits: set[str] = set()
+        for entry in listed.split(b"\0"):
+            fields = entry.strip(b"\n").split(b" ", 4)  # a ref name holds no space
+            if len(fields) < 5:
+                continue
+            sha, kind, peeled, peeled_kind = (f.decode("ascii") for f in fields[:4])
+            name = os.fsdecode(fields[4])
+            if name.startswith(("refs/heads/", "refs/tags/")) or name == "refs/stash":
+                watched[name] = sha
             if kind == "commit":
-                known.add(sha)
+                commits.add(sha)
             elif kind == "tag" and peeled_kind == "commit":
-                known.add(peeled)
-        return known
+                commits.add(peeled)
+        if self.git.run("symbolic-ref", "-q", "HEAD", ok_codes=(0, 1)).returncode == 1:  # detached
+            head = (
+                self.git.run("rev-parse", "--verify", "-q", "HEAD", ok_codes=(0, 1)).stdout.decode().strip()
+            )
+            if head:
+                watched["HEAD"] = head
+                commits.add(head)
+        return watched, commits
 
     def _refs_back(self) -> list[str]:
         """Refs the command moved go back where they were when any commit it made records a new
@@ -626,7 +626,7 @@ class IndexWatch:
         and their `git status` would obey its config. The commits stay; the note names them.
         Commits reachable from a ref before the run — a branch merged, a checkout — are not
         looked at; ones a `pull` fetched in the same command are (safe, if sometimes too strict)."""
-        now = self._refs()
+        now, _ = self._refs()
         moved = {name: new for name, new in now.items() if self.refs.get(name) != new}
         if not moved:
             return []
@@ -657,13 +657,8 @@ class IndexWatch:
         return notes
 
     def _gitlinks_added(self, old: str, new: str) -> set[str]:
-        raw = self.git.run("diff-tree", "-r", "-z", "--raw", old, new).stdout.split(b"\0")
         return {
-            os.fsdecode(raw[i + 1])
-            for i in range(0, len(raw) - 1, 2)
-            if raw[i].startswith(b":")
-            and raw[i][1:].split(b" ")[1] == b"160000"
-            and not raw[i].startswith(b":160000")
+            c.path for c in diff_trees(self.git, old, new) if c.new_mode == GITLINK and c.old_mode != GITLINK
         }
 
     def _tracked_placeholders(self) -> set[str]:
@@ -673,11 +668,6 @@ class IndexWatch:
             "ls-files", "-z", "--", *(f":(top,literal){p}" for p in self.placeholders)
         ).stdout
         return {os.fsdecode(p) for p in listed.split(b"\0") if p}
-
-
-def _has_git(directory: Path) -> bool:
-    """A `.git` in `directory` (or reached through it, were it a link): a repository git would use."""
-    return os.path.lexists(directory / ".git")
 
 
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
