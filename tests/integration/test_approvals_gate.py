@@ -620,6 +620,32 @@ def test_a_rollback_waits_for_a_command_with_a_writable_git(tmp_path: Path) -> N
     assert not (workspace / "a.txt").exists()
 
 
+def test_git_operation_add_waits_for_a_command_with_a_writable_git(tmp_path: Path) -> None:
+    """The structured git tool writes the index too: while an approved command has `.git` writable
+    (and will put back the index it saved if it fails), an add would race it or be undone by it."""
+    workspace = _repository(tmp_path)
+    (workspace / "a.txt").write_text("a\n")
+    session = open_session(workspace, FaceOverrides(permissions="command,write"))
+    root_lock = _hold_run_lock(workspace, fcntl.LOCK_EX)  # another process's approved `git commit`
+    add = lambda: session.gate.call("git_operation", {"operation": "add", "args": ["a.txt"]})  # noqa: E731
+    result = _waits_for(root_lock, add)
+    assert result.state == "executed", result.text
+    staged = subprocess.run(
+        ["git", "-C", str(workspace), "diff", "--cached", "--name-only"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert staged.stdout.split() == ["a.txt"]
+    # reading never waits: status runs while the lock is held
+    root_lock = _hold_run_lock(workspace, fcntl.LOCK_EX)
+    try:
+        status = session.gate.call("git_operation", {"operation": "status", "args": ["--short"]})
+        assert status.state == "executed", status.text
+    finally:
+        os.close(root_lock)
+
+
 def test_no_untracked_repository_can_become_a_submodule(tmp_path: Path) -> None:
     """An approved `git add .` records an agent-made repository as a submodule (git only warns);
     the user's `git status` then looks into it and runs the `core.fsmonitor` its config names —

@@ -89,3 +89,49 @@ def test_policy_modules_never_import_forbidden_names_in_source() -> None:
 
 
 _GITPYTHON = re.compile(r"^\s*(?:import git\b(?!_)|from git(?:\.\w+)* import)", re.MULTILINE)
+
+
+# `tether check` and `tether hook` start once per command another agent runs: every module they
+# import is paid on each start (tests/bench/bench_cold_start.py). They open a session and ask the
+# policy; running, checkpointing, auditing and approving over a protocol are never on that path.
+NOT_ON_THE_CHECK_PATH = (
+    "concurrent",
+    "pkgutil",
+    "git",
+    "tether.core.audit",
+    "tether.core.checkpoints",
+    "tether.core.explain",
+    "tether.core.gitcmd",
+    "tether.core.proposals",
+    "tether.core.redact",
+    "tether.core.sandbox.bwrap",
+    "tether.core.sandbox.firejail",
+    "tether.core.sandbox.landlock",
+    "tether.core.secret_files",
+    "tether.core.tools",
+)
+
+CHECK_SCRIPT = """
+import json, sys
+before = set(sys.modules)
+from tether.cli import main
+code = main(["check", "--workspace", sys.argv[1], "ls src"])
+print(json.dumps({"code": code, "modules": sorted(set(sys.modules) - before)}))
+"""
+
+
+def test_check_imports_only_what_deciding_needs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    found = json.loads(out.stdout.splitlines()[-1])
+    assert found["code"] == 0  # the policy really decided
+    assert "tether.core.policy.decide" in found["modules"]
+    heavy = [
+        m for m in found["modules"] if any(m == p or m.startswith(p + ".") for p in NOT_ON_THE_CHECK_PATH)
+    ]
+    assert heavy == []

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from tether import __version__
 from tether.errors import TetherError
@@ -35,19 +35,28 @@ def _build(only: str | None) -> tuple[argparse.ArgumentParser, set[str]]:
     )
     parser.add_argument("--version", action="version", version=f"tether {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or (only is not None and info.name != only):
-            continue
+    for name in [only] if only is not None else _command_modules():
         # No try/except: a command module that cannot import is a broken install, and hiding it
         # (the command silently missing from `tether --help`) is worse than failing loudly.
-        module = importlib.import_module(f"{__name__}.{info.name}")
+        module = importlib.import_module(f"{__name__}.{name}")
         module.register(subparsers)
     return parser, set(subparsers.choices)
 
 
+def _command_modules() -> list[str]:
+    import pkgutil  # only for the whole parser: a one-shot command skips the discovery
+
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+def _is_command_module(name: str) -> bool:
+    """Whether `name` is one of this package's command modules, from one stat (no discovery)."""
+    return not name.startswith("_") and (Path(__file__).parent / f"{name}.py").is_file()
+
+
 def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     first = argv[0] if argv else ""
-    if first and not first.startswith("-") and first.isidentifier():
+    if first.isidentifier() and _is_command_module(first):
         narrow, known = _build(first)
         if first in known:
             return narrow

@@ -8,18 +8,20 @@ means deny (fail closed), and so does an answer that is not exactly one of the f
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from tether.core.policy.asks import git_plain
 from tether.core.policy.ruleset import subcommand_prefix
 from tether.core.policy.types import Ask
+
+if TYPE_CHECKING:
+    import concurrent.futures  # a one-shot `tether check` never waits for an answer
 
 Choice = Literal["allow_once", "allow_session", "allow_always", "deny"]
 CHOICES: tuple[Choice, ...] = get_args(Choice)
@@ -166,7 +168,7 @@ def await_answer(
             return denied(f"no answer within {timeout:g} s: treated as deny")
         try:
             raw = future.result(timeout=min(POLL_SECONDS, left))
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:  # concurrent.futures.TimeoutError is this builtin since Python 3.11
             continue
         except Exception as exc:  # the client answered with an error, or the request was dropped
             return denied(f"{who} answered with an error ({exc}): treated as deny")

@@ -40,15 +40,10 @@ from tether.core.approvals import (
     session_pattern,
 )
 from tether.core.config import EffectiveConfig
-from tether.core.explain import network_summary
 from tether.core.permissions import Permission, Permissions, format_permissions
 from tether.core.policy import check_path, decide
 from tether.core.policy.ruleset import Rule, rule_for_segment
 from tether.core.policy.types import MODES
-from tether.core.redact import redact_credentials
-from tether.core.sandbox import Runner, select_runner
-from tether.core.tools.base import DocumentSource, NoDocuments, Tool, ToolContext, ToolOutcome
-from tether.core.tools.git_state import repository_lock
 from tether.errors import (
     CheckpointError,
     ConfigError,
@@ -61,11 +56,13 @@ from tether.errors import (
 
 if TYPE_CHECKING:
     # Imported where they are first used: `tether check` and other one-shot faces open a session
-    # but never touch proposals, the audit log, checkpoints or the tools, and importing them was a
-    # third of a cold start (tests/bench/bench_cold_start.py).
+    # but never touch proposals, the audit log, checkpoints, the sandbox or the tools, and importing
+    # them was half of a cold start (tests/bench/bench_cold_start.py).
     from tether.core.audit import AuditLog, VerifyResult
     from tether.core.checkpoints import Checkpoint, Checkpoints
     from tether.core.proposals import Hunk, Proposal, ProposalStore
+    from tether.core.sandbox import Runner
+    from tether.core.tools.base import DocumentSource, Tool, ToolContext, ToolOutcome
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +220,7 @@ class Gate:
         self.approver = approver
         self.allowances = SessionAllowances()
         self._approval_ids = RequestIds()
-        self.documents: DocumentSource = documents if documents is not None else NoDocuments()
+        self._documents = documents
         self.on_event = on_event
         self._tool_list = tools
         self._lazy_lock = threading.Lock()
@@ -261,6 +258,15 @@ class Gate:
 
         log_: AuditLog = self._once("_audit", lambda: AuditLog(self.workspace))
         return log_
+
+    @property
+    def documents(self) -> DocumentSource:
+        """The editor's open documents; none (everything from disk) for faces without an editor."""
+        if self._documents is None:
+            from tether.core.tools.base import NoDocuments
+
+            self._documents = NoDocuments()
+        return self._documents
 
     @property
     def _tools(self) -> dict[str, Tool]:
@@ -490,6 +496,8 @@ class Gate:
                 record.args = {"oversized": True}  # the log line stays small
             return self._finish(_error_result(name, problem), record)
 
+        from tether.core.tools.base import ToolContext
+
         ctx = ToolContext(
             workspace=self.workspace,
             config=self.config,
@@ -595,6 +603,8 @@ class Gate:
             return ApprovalAnswer("allow_session", None, "allowed earlier in this session"), False
         if approver is None:
             return denied(_NOBODY_TO_ASK), False
+        from tether.core.explain import network_summary
+
         patterns = tuple(dict.fromkeys(session_pattern(s.argv) for s in pending))
         always = self._always_rules(pending)
         request = ApprovalRequest(
@@ -817,6 +827,8 @@ class Gate:
             refused = self._refuse_read_only("rollback", record)
             if refused is not None:
                 return refused
+        from tether.core.tools.git_state import repository_lock
+
         try:
             store = self._checkpoint_store()
             with self._checkpoint_lock:
@@ -879,6 +891,8 @@ class Gate:
                 if self._runner_factory is not None:
                     self._runner = self._runner_factory()
                 else:
+                    from tether.core.sandbox import select_runner
+
                     self._runner = select_runner(self.config.sandbox)
             return self._runner
 
@@ -911,6 +925,8 @@ class Gate:
         args = record.args
         result.duration_ms = int((time.monotonic() - record.started) * 1000)
         result.state = state or ("executed" if result.ok else "failed")
+        from tether.core.redact import redact_credentials
+
         # What the model reads never carries a private key or a provider key (docs/secrets.md).
         result.text, in_text = redact_credentials(result.text)
         result.result, in_result = redact_credentials(result.result)

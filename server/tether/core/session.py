@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.core.approvals import Approver
 from tether.core.config import (
@@ -40,20 +40,14 @@ from tether.core.gate import EventSink, Gate, GateResult
 from tether.core.network.rules import NetworkSettings
 from tether.core.permissions import Permissions, format_permissions, parse_permissions
 from tether.core.policy import protected_write_paths
-from tether.core.sandbox import (
-    STRENGTH_ORDER,
-    Runner,
-    RunRequest,
-    RunResult,
-    auto_choice,
-    probe_backends,
-    select_runner,
-)
-from tether.core.sandbox.env import path_tools_inside, rejected_passthrough
-from tether.core.sandbox.protected import protected_paths
-from tether.core.secret_files import find_secret_paths
-from tether.core.tools.base import DocumentSource, Tool
+from tether.core.sandbox.env import path_tools_inside
 from tether.errors import ConfigError, SandboxError
+
+if TYPE_CHECKING:
+    # Imported where they are used: `tether check` and the hooks open a session but never run a
+    # command, and a one-shot command pays for every module it imports (bench_cold_start.py).
+    from tether.core.sandbox import Runner, RunResult
+    from tether.core.tools.base import DocumentSource, Tool
 
 
 @dataclass(frozen=True)
@@ -130,6 +124,9 @@ class Session:
         limit = timeout if timeout is not None else settings.command_timeout
         if not 0 < limit <= MAX_COMMAND_TIMEOUT:
             raise ConfigError(f"--timeout must be between 1 and {MAX_COMMAND_TIMEOUT} seconds")
+        from tether.core.sandbox import RunRequest, select_runner
+        from tether.core.secret_files import find_secret_paths
+
         runner = self.gate.runner() if backend is None else select_runner(settings)
         request = RunRequest(
             argv=tuple(argv),
@@ -150,6 +147,8 @@ class Session:
         """Absolute paths no tool or command may write (the sandbox keeps them read-only), the
         `.git` of other repositories inside included (docs/sandbox.md). When an index cannot be
         read, `strict` refuses (to run a command); otherwise the policy's list alone (to show)."""
+        from tether.core.sandbox.protected import protected_paths
+
         try:
             return protected_paths(self.workspace, self.config.policy)
         except SandboxError:
@@ -159,6 +158,8 @@ class Session:
 
     def sandbox_report(self) -> dict[str, Any]:
         """`probe_sandboxes()` plus what this session's config chose and refuses to pass."""
+        from tether.core.sandbox.env import rejected_passthrough
+
         return {
             **probe_sandboxes(),
             "configured": self.config.sandbox.backend,
@@ -194,6 +195,8 @@ def probe_sandboxes() -> dict[str, Any]:
 
     Needs no session: `tether doctor` reports the machine even when a config file is broken.
     """
+    from tether.core.sandbox import STRENGTH_ORDER, auto_choice, probe_backends
+
     statuses = probe_backends(refresh=True)
     return {
         "order": [*STRENGTH_ORDER, "none"],

@@ -15,6 +15,7 @@ are always passed. Tests run a hostile repository and assert no marker file appe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -27,6 +28,7 @@ from typing import Any
 from tether.core.policy.secrets import SecretSettings, secret_globs
 from tether.core.sandbox.env import hardened_git_env
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
+from tether.core.tools.git_state import repository_lock
 from tether.core.tools.inputs import Prepared, resolve, validate
 from tether.errors import PolicyDenied, ToolInputError
 
@@ -278,13 +280,22 @@ class GitOperationTool:
                 raise ToolInputError("Error: the workspace is not inside a git repository")
             if operation == "commit":
                 env.update(_identity(git, workspace, env))
-            try:
-                proc = subprocess.run(
-                    [git, *git_args], cwd=workspace, capture_output=True, env=env, timeout=GIT_TIMEOUT,
-                    check=False, stdin=subprocess.DEVNULL,
-                )  # fmt: skip
-            except subprocess.TimeoutExpired as exc:
-                raise ToolInputError(f"Error: git {operation} timed out after {GIT_TIMEOUT:.0f}s") from exc
+            with contextlib.ExitStack() as stack:
+                # add and commit write the index: not while an approved git command has a writable
+                # `.git` (its undo puts back the index it saved, and this add would be lost with it)
+                if mutating and not stack.enter_context(
+                    repository_lock(workspace, alone=False, cancel=ctx.cancel)
+                ):
+                    text = f"Error: git {operation} cancelled before it started"
+                    return ToolOutcome(ok=False, result={"operation": operation}, text=text, error=text)
+                try:
+                    proc = subprocess.run(
+                        [git, *git_args], cwd=workspace, capture_output=True, env=env,
+                        timeout=GIT_TIMEOUT, check=False, stdin=subprocess.DEVNULL,
+                    )  # fmt: skip
+                except subprocess.TimeoutExpired as exc:
+                    timed_out = f"Error: git {operation} timed out after {GIT_TIMEOUT:.0f}s"
+                    raise ToolInputError(timed_out) from exc
             stdout = proc.stdout[:MAX_OUTPUT].decode("utf-8", "replace")
             stderr = proc.stderr[:MAX_OUTPUT].decode("utf-8", "replace")
             result = {
