@@ -67,20 +67,36 @@ def backend_spawn(
     return _median_ms(samples)
 
 
-def raw_bwrap_spawn(ws: Path, rounds: int) -> float | None:
-    """bwrap with the same profile but no Tether around it: separates bwrap's cost from ours."""
+def raw_bwrap_spawn(ws: Path, rounds: int, protected: tuple[Path, ...] | None = None) -> float | None:
+    """bwrap with the same profile but no Tether around it: separates bwrap's cost from ours.
+
+    With `protected`, the missing ones are made once, by hand, beforehand (what Tether's placeholders
+    do on every run): what is left is bwrap mounting each read-only — the floor for that profile.
+    """
     from tether.core.sandbox.bwrap import bwrap_args, find_bwrap
 
     found = find_bwrap()
     if found is None:
         return None
+    pinned = protected if protected is not None else (ws / ".git",)
+    made = [p for p in pinned if not p.exists()]
+    made_dirs = sorted({p.parent for p in made if not p.parent.exists()})
+    for path in made:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
     request = RunRequest(argv=("true",), script=None, cwd=ws, workspace=ws, timeout=30, max_output_bytes=1)
-    argv = bwrap_args(request, (ws / ".git",), found[0])
+    argv = bwrap_args(request, pinned, found[0])
     samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        subprocess.run(argv, check=True)
-        samples.append(time.perf_counter() - start)
+    try:
+        for _ in range(rounds):
+            start = time.perf_counter()
+            subprocess.run(argv, check=True)
+            samples.append(time.perf_counter() - start)
+    finally:
+        for path in made:
+            path.unlink()
+        for directory in reversed(made_dirs):
+            directory.rmdir()
     return _median_ms(samples)
 
 
@@ -188,6 +204,12 @@ def main() -> None:
                 f"{preferred:>10} with the policy's {len(full)} protected paths (most need a placeholder): "
                 f"median {med:.2f} ms, +{med - base:.2f} ms over plain"
             )
+            raw_full = raw_bwrap_spawn(ws, args.rounds, full) if preferred == "bubblewrap" else None
+            if raw_full is not None:
+                print(
+                    f"  floor: raw bwrap mounting the same {len(full)} paths read-only (made beforehand, "
+                    f"no Tether): median {raw_full:.2f} ms, +{raw_full - base:.2f} ms over plain"
+                )
             med = backend_spawn(preferred, ws, args.rounds, full, read_only=True)
             print(
                 f"{preferred:>10} read-mode command (read-only workspace, no placeholders): "
