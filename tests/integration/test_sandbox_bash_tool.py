@@ -225,3 +225,48 @@ def test_a_command_cannot_write_a_repository_kept_below_the_workspace(tmp_path: 
     assert result.ok, (result.text, result.result)
     assert "refused" in result.result["stdout"], result.result["stdout"]
     assert config.read_text() == before
+
+
+PLANT_DEEP = """\
+for path in ("clients/acme/api/.git/config", "clients/acme/api/.git/hooks/pre-commit"):
+    try:
+        with open(path, "a") as f:
+            f.write("[core]\\n\\tfsmonitor = \\"touch /tmp/x; false\\"\\n")
+        print("wrote", path)
+    except OSError as exc:
+        print("refused", path, exc.errno)
+with open("clients/acme/api/notes.txt", "w") as f:  # the repository's files stay the agent's to edit
+    f.write("x\\n")
+"""
+
+
+@pytest.mark.parametrize("top", ["repository", "folder", "ignored"])
+def test_a_command_cannot_write_a_repository_deeper_than_the_look(tmp_path: Path, top: str) -> None:
+    """Three levels down, past the sandbox's own bounded look: the checkpoint taken before the call
+    walked the whole tree and recorded the repository, so its `.git` is read-only all the same —
+    inside the user's repository (also where its .gitignore hides it) and in a folder of projects
+    (a shadow store)."""
+    if auto_choice() is None:
+        pytest.skip("no sandbox backend works on this machine (see `tether doctor`)")
+    ws = (tmp_path / "projects").resolve()
+    ws.mkdir()
+    if top != "folder":
+        subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    if top == "ignored":  # the user's .gitignore hides it; checkpoints cover ignored files too
+        (ws / ".gitignore").write_text("clients/\n")
+    deep = ws / "clients" / "acme" / "api"
+    subprocess.run(["git", "init", "-q", str(deep)], check=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    subprocess.run(["git", "-C", str(deep), "commit", "-q", "--allow-empty", "-m", "s"], check=True, env=env)
+    config = deep / ".git" / "config"
+    before = config.read_text()
+    (ws / "plant.py").write_text(PLANT_DEEP)
+    gate = _gate(ws, "read,command,workspace")
+    for _ in range(2):  # the first checkpoint, then an incremental one
+        result = gate.call("bash_command", {"command": "python3 plant.py"})
+        assert result.ok, (result.text, result.result)
+        assert "wrote" not in result.result["stdout"], result.result["stdout"]
+    assert config.read_text() == before
+    assert not (deep / ".git" / "hooks" / "pre-commit").exists()
+    assert (deep / "notes.txt").read_text() == "x\n"

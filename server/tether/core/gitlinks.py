@@ -12,7 +12,9 @@ paths join the sandbox's protected set.
 
 What is found: the submodules of every index, recursively; and repositories up to two directory
 levels below the workspace (`app/.git`, `vendor/tool/.git`) — a bounded look, not a walk of the
-tree, which would cost every command a scan of every directory. Deeper ones are not protected.
+tree, which would cost every command a scan of every directory. Deeper ones are found by the
+checkpoint taken before a command that can write, which walks the tree anyway
+(`Checkpoint.repositories`, added by the bash tool); with checkpoints off they are not protected.
 
 Why a cache: listing an index is one git process; the answer changes only when the index file
 does, so it is kept per index file and its (device, inode, size, mtime).
