@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
@@ -670,6 +671,31 @@ def test_no_untracked_repository_can_become_a_submodule(tmp_path: Path) -> None:
     added = session.gate.call("bash_command", {"command": "git add notes.txt .gitignore"})
     assert added.state == "executed", added.text
     assert not (workspace / ".git" / "planted").exists()
+
+
+def test_git_operation_add_never_records_an_untracked_repository(tmp_path: Path) -> None:
+    """The structured git tool runs git outside the sandbox: `add evil` (or `-A`) recorded an
+    agent-made repository as a submodule, and the user's `git status` then ran its fsmonitor.
+    Refused like the bash tool's git, while such a repository lies untracked; `add -u` adds no path."""
+    workspace = _repository(tmp_path)
+    marker = workspace / ".git" / "planted"
+    _planted_repository(workspace / "evil", marker)
+    (workspace / "notes.txt").write_text("n\n")
+    session = open_session(workspace, FaceOverrides(permissions="command,write"))
+    for args in (["evil"], ["-A"], ["notes.txt"]):
+        result = session.gate.call("git_operation", {"operation": "add", "args": args})
+        assert not result.ok, (args, result.text)
+        assert "git.untracked_repository" in result.text, result.text
+    index = subprocess.run(
+        ["git", "-C", str(workspace), "ls-files", "--stage"], capture_output=True, text=True, check=True
+    )
+    assert "160000" not in index.stdout
+    assert session.gate.call("git_operation", {"operation": "add", "args": ["-u"]}).ok
+    subprocess.run(["git", "-C", str(workspace), "status", "-s"], capture_output=True, check=True)
+    assert not marker.exists()  # the user's own git never ran the planted program
+    shutil.rmtree(workspace / "evil")
+    added = session.gate.call("git_operation", {"operation": "add", "args": ["notes.txt"]})
+    assert added.ok, added.text
 
 
 def _planted_repository(path: Path, marker: Path) -> str:

@@ -130,8 +130,8 @@ def test_ignored_files_from_status_cover_every_ignored_file(
             cps.create("first")  # some ignored files are in the private index from now on
         _write(ws, after)
         git = cps._prepare(cps._location())
-        new_files, new_regenerated, _ = cps._ignored_files(git, _status_listing(git))
-        old_files, old_regenerated, _ = cps._ignored_files(git, _old_listing(git))
+        new_files, new_regenerated = cps._ignored_files(git, _status_listing(git))
+        old_files, old_regenerated = cps._ignored_files(git, _old_listing(git))
         assert set(new_files) == _oracle(git, ws)
         assert set(old_files) <= set(new_files)
         assert set(old_regenerated) <= set(new_regenerated)

@@ -63,19 +63,81 @@ def test_submodules_of_submodules_are_found(tmp_path: Path) -> None:
     assert ws / "lib" / "inner" / ".git" in found
 
 
-def test_repositories_two_levels_down_are_found_in_any_workspace(tmp_path: Path) -> None:
-    """A folder of projects opened as one workspace, a tool cloned into `vendor/`: not submodules,
-    but the user runs git in them. Deeper ones are not looked for (a bounded look, not a walk)."""
+def test_repositories_at_any_depth_are_found_in_any_workspace(tmp_path: Path) -> None:
+    """A folder of projects opened as one workspace, a tool cloned into `vendor/`, a client's API
+    three levels down: not submodules, but the user runs git in them."""
     ws = tmp_path / "projects"
-    for rel in ("app", "vendor/tool", "a/b/deep"):
+    for rel in ("app", "vendor/tool", "clients/acme/api"):
         _git(tmp_path, "init", "-q", str(ws / rel))
     found = protected_git_paths(ws)
-    assert set(found) == {ws / "app" / ".git", ws / "vendor" / "tool" / ".git"}
+    assert set(found) == {ws / rel / ".git" for rel in ("app", "vendor/tool", "clients/acme/api")}
     _git(tmp_path, "init", "-q", str(ws / "vendor" / "other"))  # listings are cached: by mtime
     assert ws / "vendor" / "other" / ".git" in protected_git_paths(ws)
     (ws / "node_modules" / "dep").mkdir(parents=True)
     _git(tmp_path, "init", "-q", str(ws / "node_modules" / "dep"))  # build outputs are not looked into
     assert ws / "node_modules" / "dep" / ".git" not in protected_git_paths(ws)
+
+
+def test_a_repository_inside_another_is_found(tmp_path: Path) -> None:
+    """Inside another repository's work tree (ignored by it or not): the user's git obeys it there."""
+    ws = tmp_path / "projects"
+    _git(tmp_path, "init", "-q", str(ws / "apps" / "web"))
+    (ws / "apps" / "web" / ".gitignore").write_text("vendor/\n")
+    _git(tmp_path, "init", "-q", str(ws / "apps" / "web" / "vendor" / "tool"))
+    _git(tmp_path, "init", "-q", str(ws / "apps" / "web" / "third_party" / "x"))
+    found = set(protected_git_paths(ws))
+    assert ws / "apps" / "web" / "vendor" / "tool" / ".git" in found
+    assert ws / "apps" / "web" / "third_party" / "x" / ".git" in found
+
+
+def test_a_planted_git_file_hides_no_repository_below_it(tmp_path: Path) -> None:
+    """An empty `.git` file a command made in `clients/acme` is no repository, but it is pinned,
+    and the walk goes on below it."""
+    ws = tmp_path / "projects"
+    _git(tmp_path, "init", "-q", str(ws / "clients" / "acme" / "api"))
+    (ws / "clients" / "acme" / ".git").write_text("")
+    found = set(protected_git_paths(ws))
+    assert found == {ws / "clients" / "acme" / ".git", ws / "clients" / "acme" / "api" / ".git"}
+
+
+def test_the_gitdir_a_git_file_names_is_protected_too(tmp_path: Path) -> None:
+    """`git init --separate-git-dir` and a bare repository with worktrees keep the config beside
+    the work tree; pinning the `.git` file alone left it writable."""
+    ws = tmp_path / "projects"
+    ws.mkdir()
+    api = ws / "clients" / "api"
+    _git(ws, "init", "-q", "--separate-git-dir", str(ws / "clients" / ".api-git"), str(api))
+    origin = tmp_path / "origin"
+    _git(tmp_path, "init", "-q", str(origin))
+    _git(origin, "commit", "-q", "--allow-empty", "-m", "o")
+    _git(tmp_path, "clone", "-q", "--bare", str(origin), str(ws / "svc" / ".bare"))
+    (ws / "svc" / ".git").write_text("gitdir: ./.bare\n")
+    _git(ws / "svc", "worktree", "add", "-q", "main")
+    found = set(protected_git_paths(ws))
+    assert ws / "clients" / "api" / ".git" in found
+    assert ws / "clients" / ".api-git" in found
+    assert ws / "svc" / ".bare" in found
+    assert ws / "svc" / ".bare" / "worktrees" / "main" in found  # the worktree's own gitdir
+    outside = tmp_path / "elsewhere.git"
+    _git(tmp_path, "init", "-q", "--separate-git-dir", str(outside), str(ws / "far"))
+    assert outside not in set(protected_git_paths(ws))  # outside the workspace: out of reach anyway
+
+
+def test_submodules_of_a_repository_below_are_found(tmp_path: Path) -> None:
+    """`clients/acme/api` has a submodule `lib`: the user's `git status` in `api` obeys `lib/.git`."""
+    origin = tmp_path / "origin"
+    _git(tmp_path, "init", "-q", str(origin))
+    _git(origin, "commit", "-q", "--allow-empty", "-m", "o")
+    ws = tmp_path / "projects"
+    api = ws / "clients" / "acme" / "api"
+    _git(tmp_path, "init", "-q", str(api))
+    _git(api, "submodule", "add", "-q", str(origin), "lib")
+    _git(api, "submodule", "add", "-q", str(origin), "later")
+    _git(api, "commit", "-q", "-m", "subs")
+    _git(api, "submodule", "deinit", "-q", "-f", "later")
+    found = set(protected_git_paths(ws))
+    assert api / "lib" / ".git" in found
+    assert api / "later" in found  # not checked out: the directory, so no `.git` can be made in it
 
 
 @pytest.mark.timeout(20)

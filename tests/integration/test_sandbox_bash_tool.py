@@ -205,18 +205,31 @@ def test_a_command_cannot_repoint_a_submodules_git(ws: Path) -> None:
     assert (ws / "lib" / "new.txt").read_text() == "x\n"
 
 
-def test_a_command_cannot_write_a_repository_kept_below_the_workspace(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("init", "config_rel"),
+    [
+        (("app",), "app/.git/config"),
+        # `--separate-git-dir`: `api/.git` is a file naming `.api-git`, where the config lives
+        (("--separate-git-dir", "clients/.api-git", "clients/api"), "clients/.api-git/config"),
+    ],
+)
+def test_a_command_cannot_write_a_repository_kept_below_the_workspace(
+    tmp_path: Path, init: tuple[str, ...], config_rel: str
+) -> None:
     """A folder of projects opened as one workspace: no `.git` at the top, `app/.git` below. Its
     config must stay out of reach, or the user's `git status` in `app` runs what it names."""
     if auto_choice() is None:
         pytest.skip("no sandbox backend works on this machine (see `tether doctor`)")
     ws = (tmp_path / "projects").resolve()
-    subprocess.run(["git", "init", "-q", str(ws / "app")], check=True)
-    config = ws / "app" / ".git" / "config"
+    ws.mkdir()
+    args = [a if a.startswith("-") else str(ws / a) for a in init]
+    subprocess.run(["git", "init", "-q", *args], check=True)
+    config = ws / config_rel
     before = config.read_text()
     (ws / "plant.py").write_text(
         "try:\n"
-        "    open('app/.git/config', 'a').write('[core]\\n\\tfsmonitor = \"touch /tmp/x; false\"\\n')\n"
+        f"    with open({config_rel!r}, 'a') as f:\n"
+        "        f.write('[core]\\n\\tfsmonitor = \"touch /tmp/x; false\"\\n')\n"
         "    print('wrote')\n"
         "except OSError as exc:\n"
         "    print('refused', exc.errno)\n"
@@ -242,10 +255,9 @@ with open("clients/acme/api/notes.txt", "w") as f:  # the repository's files sta
 
 @pytest.mark.parametrize("top", ["repository", "folder", "ignored"])
 def test_a_command_cannot_write_a_repository_deeper_than_the_look(tmp_path: Path, top: str) -> None:
-    """Three levels down, past the sandbox's own bounded look: the checkpoint taken before the call
-    walked the whole tree and recorded the repository, so its `.git` is read-only all the same —
-    inside the user's repository (also where its .gitignore hides it) and in a folder of projects
-    (a shadow store)."""
+    """Three levels down (the sandbox's look once stopped at two): its `.git` is read-only all the
+    same — inside the user's repository (also where its .gitignore hides it) and in a folder of
+    projects; on the first call and the next."""
     if auto_choice() is None:
         pytest.skip("no sandbox backend works on this machine (see `tether doctor`)")
     ws = (tmp_path / "projects").resolve()

@@ -571,7 +571,6 @@ class Gate:
                 warnings.extend(cp_warnings)
                 if checkpoint is not None:
                     ctx.not_checkpointed = tuple(self.workspace / rel for rel in checkpoint.uncovered)
-                    ctx.other_repositories = tuple(self.workspace / rel for rel in checkpoint.repositories)
             except CheckpointError as exc:
                 message = (
                     f"refused: no checkpoint could be taken, so this call could not be undone: {exc}. "

@@ -10,14 +10,17 @@ workspace, a tool cloned into `vendor/`). The policy refuses `.git` in any direc
 it reads, but a program it allows (a test run) can write anything the sandbox lets it; so these
 paths join the sandbox's protected set.
 
-What is found: the submodules of every index, recursively; and repositories up to two directory
-levels below the workspace (`app/.git`, `vendor/tool/.git`) — a bounded look, not a walk of the
-tree, which would cost every command a scan of every directory. Deeper ones are found by the
-checkpoint taken before a command that can write, which walks the tree anyway
-(`Checkpoint.repositories`, added by the bash tool); with checkpoints off they are not protected.
+What is found: every `.git` below the workspace, at any depth — inside other repositories' work
+trees and inside ignored folders too, and whatever its kind: a planted empty `.git` file must not
+hide a real repository below it — except in build outputs (`node_modules/`, `target/`, …); for a
+`.git` file, the gitdir it names when that lies in the workspace (`--separate-git-dir`, a bare
+repository with worktrees); and the submodules of every one of those repositories' indexes,
+recursively (one not checked out is an empty directory: a `.git` made there would be obeyed).
 
-Why a cache: listing an index is one git process; the answer changes only when the index file
-does, so it is kept per index file and its (device, inode, size, mtime).
+Why caches: a walk of every directory on every command would cost a scan of the tree; each
+directory's subdirectories are kept while its (inode, mtime) stays, so a command pays one `stat`
+and one `lstat` of `.git` per directory. Listing an index is one git process; the answer changes
+only when the index file does, so it is kept per index file and its (device, inode, size, mtime).
 """
 
 from __future__ import annotations
@@ -32,17 +35,17 @@ from tether.core.gitcmd import Git
 from tether.errors import CheckpointError
 
 _GITLINK = b"160000"
-_SCAN_DEPTH = 2
 _GIT_TIMEOUT = 20.0
 _cache: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
-_listings: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {}
+_listings: dict[str, tuple[tuple[int, int], tuple[str, ...], bool]] = {}
 _cache_lock = threading.Lock()
 
 
 def protected_git_paths(workspace: Path) -> tuple[Path, ...]:
-    """The `.git` of each other repository inside `workspace` that the user's git may look into:
-    submodules at any depth (the directory itself for one not checked out: a placeholder `.git`
-    would make `git status` fail meanwhile), and repositories up to two levels down. Raises
+    """The `.git` of each other repository inside `workspace`, which the user's git obeys when it
+    looks there: every `.git` below the root (not in build outputs), the gitdir a `.git` file
+    names inside the workspace, and the submodules of each repository (the directory itself for
+    one not checked out: a placeholder `.git` would make `git status` fail meanwhile). Raises
     CheckpointError when an index cannot be read: the caller must not run a command that could
     write without knowing them (fail closed)."""
     root = os.path.realpath(workspace)
@@ -50,11 +53,16 @@ def protected_git_paths(workspace: Path) -> tuple[Path, ...]:
     top = _repository_top(workspace)
     if top is not None:
         _submodules(top, root, found, depth=0)
-    for dot_git in _shallow_repositories(root):
+    own = os.path.join(str(top) if top is not None else root, ".git")
+    for dot_git in _repositories_below(root):
         found.setdefault(dot_git)
         inner = _gitdir_of(dot_git)
-        if inner is not None:
-            _submodules(Path(os.path.dirname(dot_git)), root, found, 1, inner)
+        if inner is None:
+            continue
+        for named in _named_gitdirs(dot_git, inner):  # where else its config lives
+            if named.startswith(root + os.sep) and not named.startswith(own + os.sep):
+                found.setdefault(named)  # (the user's own `.git` is pinned whole already)
+        _submodules(Path(os.path.dirname(dot_git)), root, found, 1, inner)
     return tuple(Path(p) for p in found)
 
 
@@ -98,22 +106,28 @@ def _gitdir_of(dot_git: str) -> Path | None:
     """The repository a `.git` directory is, or a `gitdir:` file names (relative to its folder)."""
     if os.path.isdir(dot_git) and not os.path.islink(dot_git):
         return Path(dot_git)
-    try:  # non-blocking and a regular file only: a FIFO named `.git` must not hang every command
-        fd = os.open(dot_git, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    line = _first_line(dot_git)
+    if line is None or not line.startswith("gitdir:"):
+        return None
+    target = os.path.join(os.path.dirname(dot_git), line[len("gitdir:") :].strip())
+    return Path(target) if os.path.isdir(target) else None
+
+
+def _first_line(path: str) -> str | None:
+    """The first line of a small regular file, stripped; None for anything else. Non-blocking and
+    not through a link: a FIFO named `.git` must not hang every command."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        line = os.read(fd, 4096).split(b"\n", 1)[0].decode("utf-8", "surrogateescape").strip()
+        return os.read(fd, 4096).split(b"\n", 1)[0].decode("utf-8", "surrogateescape").strip()
     except OSError:
         return None
     finally:
         os.close(fd)
-    if not line.startswith("gitdir:"):
-        return None
-    target = os.path.join(os.path.dirname(dot_git), line[len("gitdir:") :].strip())
-    return Path(target) if os.path.isdir(target) else None
 
 
 def _listed(git_dir: Path, work_tree: Path) -> tuple[str, ...]:
@@ -146,40 +160,58 @@ def _listed(git_dir: Path, work_tree: Path) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def _shallow_repositories(root: str) -> list[str]:
-    """`.git` entries one and two directory levels below `root` (not through symlinks, not into
-    build outputs such as `node_modules/`)."""
+def _repositories_below(root: str) -> list[str]:
+    """Every `.git` entry in a directory below `root`, whatever it is (not through symlinks, not
+    into build outputs such as `node_modules/`). The walk goes on inside repositories: one kept in
+    another's work tree is obeyed there too, and a `.git` (even an empty file) must not stop it."""
     found: list[str] = []
-    level = [root]
-    for depth in range(_SCAN_DEPTH):
-        deeper: list[str] = []
-        for directory in level:
-            for sub in _subdirectories(directory):
-                if os.path.lexists(os.path.join(sub, ".git")):
-                    found.append(os.path.join(sub, ".git"))  # a repository: its submodules below
-                elif depth + 1 < _SCAN_DEPTH and os.path.basename(sub) not in REGENERATED_DIRS:
-                    deeper.append(sub)
-        level = deeper
+    pending = list(_listing(root)[0])
+    while pending:
+        directory = pending.pop()
+        subdirs, has_git = _listing(directory)
+        if has_git:
+            found.append(directory + "/.git")
+        pending.extend(subdirs)
     return found
 
 
-def _subdirectories(directory: str) -> tuple[str, ...]:
-    """The directories in `directory`, kept while its (inode, mtime) stays: adding or removing an
-    entry changes a directory's mtime, so a folder of 1,000 files is listed once, then stat-ed."""
+def _named_gitdirs(dot_git: str, gitdir: Path) -> list[str]:
+    """Where a repository's config and hooks live when its `.git` is a file: the gitdir it names
+    and, for a linked worktree, the common directory that gitdir's `commondir` names."""
+    if not os.path.isfile(dot_git) or os.path.islink(dot_git):
+        return []  # a `.git` directory: pinned itself
+    named = [os.path.realpath(gitdir)]
+    common = _first_line(os.path.join(gitdir, "commondir"))
+    if common:
+        named.append(os.path.realpath(os.path.join(gitdir, common)))
+    return named
+
+
+def _listing(directory: str) -> tuple[tuple[str, ...], bool]:
+    """The subdirectories of `directory` (not `.git`, not build outputs, not through links) and
+    whether it holds a `.git` entry, kept while its (inode, mtime) stays: adding, removing or
+    renaming an entry — `.git` too — changes a directory's mtime, so an unchanged folder costs one
+    `stat` (a 20,000-file tree: ~2,000 of them per command)."""
     try:
         st = os.stat(directory)
     except OSError:
-        return ()
+        return (), False
     stamp = (st.st_ino, st.st_mtime_ns)
     with _cache_lock:
         cached = _listings.get(directory)
     if cached is not None and cached[0] == stamp:
-        return cached[1]
+        return cached[1], cached[2]
+    subdirs: list[str] = []
+    has_git = False
     try:
         with os.scandir(directory) as entries:
-            subdirs = tuple(e.path for e in entries if e.is_dir(follow_symlinks=False) and e.name != ".git")
+            for entry in entries:
+                if entry.name == ".git":
+                    has_git = True
+                elif entry.name not in REGENERATED_DIRS and entry.is_dir(follow_symlinks=False):
+                    subdirs.append(entry.path)
     except OSError:
-        return ()
+        return (), False
     with _cache_lock:
-        _listings[directory] = (stamp, subdirs)
-    return subdirs
+        _listings[directory] = (stamp, tuple(subdirs), has_git)
+    return tuple(subdirs), has_git

@@ -76,10 +76,6 @@ class Checkpoint:
     message: str
     skipped: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
-    repositories: tuple[str, ...] = ()
-    """The other repositories (with a commit) this snapshot records, at any depth, relative: found
-    by the walk of the work tree it took anyway. Set only on a checkpoint just created (not kept in
-    its metadata): the sandbox keeps their `.git` read-only for the call it was taken for."""
 
     @property
     def uncovered(self) -> tuple[str, ...]:
@@ -133,7 +129,6 @@ class _Staged:
     tree: str
     skipped: tuple[str, ...]
     warnings: tuple[str, ...]
-    repositories: tuple[str, ...] = ()
 
 
 class Checkpoints:
@@ -329,7 +324,7 @@ class Checkpoints:
         # A nested repository whose `.git` was removed is a plain directory now, but git's status
         # says nothing about a gitlink it cannot look into: its files would never be snapshotted.
         gone += [p for p in sorted(gitlinks) if _lost_its_repository(f"{self.workspace}/{p}")]
-        ignored, regenerated, ignored_repositories = self._ignored_files(git, ignored_listing)
+        ignored, regenerated = self._ignored_files(git, ignored_listing)
         candidates += ignored
         if gone:
             # first, and whatever stands on disk: `d/x` (indexed) may lie beyond a symlink `d` now,
@@ -341,13 +336,12 @@ class Checkpoints:
             if now_dirs:
                 again = git.run(*status_args, "--", *(f":(top,literal){d}" for d in now_dirs))
                 more, _, more_ignored = _parse_status(again.stdout)
-                more_files, more_regenerated, more_repositories = self._ignored_files(
+                more_files, more_regenerated = self._ignored_files(
                     git, [p for p in more_ignored if p not in ignored_listing]
                 )
                 known = set(candidates)
                 candidates += [p for p in (*more, *more_files) if p not in known]
                 regenerated += [d for d in more_regenerated if d not in regenerated]
-                ignored_repositories += [r for r in more_repositories if r not in ignored_repositories]
         big: list[str] = []
         add: list[str] = []
         nested: list[str] = []
@@ -418,8 +412,7 @@ class Checkpoints:
             *(f"exclude:{p}" for p in self.settings.exclude),
             *(f"regenerated:{d}" for d in sorted(regenerated)),
         )
-        repositories = tuple(sorted(gitlinks.union(ignored_repositories)))
-        return _Staged(tree, tuple(skipped), tuple(warnings), repositories)
+        return _Staged(tree, tuple(skipped), tuple(warnings))
 
     def _placeholders(self) -> set[str]:
         """The sandbox's placeholders in the work tree now, relative: listed by the sandbox in its
@@ -441,9 +434,8 @@ class Checkpoints:
 
     def _ignored_files(
         self, git: Git, listing: builtins.list[str]
-    ) -> tuple[builtins.list[str], builtins.list[str], builtins.list[str]]:
-        """Git-ignored files not yet in the snapshot, the build-output directories left out, and the
-        nested repositories among them (left out too: their own `.git` keeps their history).
+    ) -> tuple[builtins.list[str], builtins.list[str]]:
+        """Git-ignored files not yet in the snapshot, and the build-output directories left out.
 
         `listing` is what `git status --ignored=matching` names: a wholly ignored directory once
         (`node_modules/`) instead of each of its 50,000 files. Such a directory is a build output
@@ -452,7 +444,6 @@ class Checkpoints:
         """
         files: list[str] = []
         regenerated: list[str] = []
-        repositories: list[str] = []
         expand: list[str] = []
         for path in listing:
             if path.rstrip("/") == ".tether" or path.startswith(".tether/"):
@@ -467,30 +458,24 @@ class Checkpoints:
                 files.append(path)
         for directory in expand:
             if os.path.lexists(f"{self.workspace}/{directory}.git"):
-                repositories.append(directory.rstrip("/"))  # its own `.git` keeps its history
-                continue
-            inner, deeper, nested = self._walk_ignored(directory.rstrip("/"))
+                continue  # an ignored nested repository: its own `.git` keeps its history
+            inner, deeper = self._walk_ignored(directory.rstrip("/"))
             files += inner
             regenerated += [d for d in deeper if d not in regenerated]
-            repositories += nested
         if self.settings.exclude:
             skipped = _matching_excludes(git, self.settings.exclude)
             files = [
                 f for f in files if not any(f == s or f.startswith(s.rstrip("/") + "/") for s in skipped)
             ]
-        return files, regenerated, repositories
+        return files, regenerated
 
-    def _walk_ignored(
-        self, directory: str
-    ) -> tuple[builtins.list[str], builtins.list[str], builtins.list[str]]:
+    def _walk_ignored(self, directory: str) -> tuple[builtins.list[str], builtins.list[str]]:
         """Every file and symlink under an ignored directory (git names it once), pruning build
-        outputs by name and nested repositories (their own `.git` keeps their history; returned
-        third). FIFOs, sockets and devices are left out: git cannot store them (`git add` skipped
-        them too)."""
+        outputs by name and nested repositories (their own `.git` keeps their history). FIFOs,
+        sockets and devices are left out: git cannot store them (`git add` skipped them too)."""
         names = REGENERATED_DIRS.union(self.settings.regenerated)
         files: builtins.list[str] = []
         regenerated: builtins.list[str] = []
-        repositories: builtins.list[str] = []
         pending = [directory]
         while pending:
             rel_dir = pending.pop()
@@ -507,11 +492,9 @@ class Checkpoints:
                     continue
                 elif entry.name in names:
                     regenerated.append(rel)
-                elif os.path.lexists(f"{entry.path}/.git"):
-                    repositories.append(rel)
-                else:
+                elif not os.path.lexists(f"{entry.path}/.git"):
                     pending.append(rel)
-        return files, regenerated, repositories
+        return files, regenerated
 
     def _import(self, git: Git, paths: builtins.list[str], heads: dict[str, str]) -> builtins.list[str]:
         """The first snapshot of a work tree: every file streamed into one pack by `git fast-import`,
@@ -615,7 +598,7 @@ class Checkpoints:
             "update-ref", "--stdin",
             input=f"update {ref} {sha}\noption no-deref\nupdate HEAD {sha}\n".encode(),
         )  # fmt: skip
-        return dataclasses.replace(_checkpoint(ref, sha, meta, subject), repositories=staged.repositories)
+        return _checkpoint(ref, sha, meta, subject)
 
     def _resolve(self, git: Git, steps: int | None, to: str | None) -> Checkpoint:
         if steps is not None and to is not None:

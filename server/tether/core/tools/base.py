@@ -71,11 +71,6 @@ class ToolContext:
     a commit): set by the gate after the checkpoint. Rollback could not restore them, so the edit
     tools refuse to overwrite them and commands see them read-only."""
 
-    other_repositories: tuple[Path, ...] = ()
-    """The work trees of the other repositories this call's checkpoint recorded, at any depth: set by
-    the gate after the checkpoint. The user's git obeys their config when they run it there, so
-    commands see their `.git` read-only (the sandbox's own look stops two levels down)."""
-
     on_network: Callable[[dict[str, Any]], None] | None = None
     """Called by the network proxy for every connection a command opens (one audit line each)."""
 

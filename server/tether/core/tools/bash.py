@@ -452,10 +452,6 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
     if ctx.not_checkpointed:  # what rollback could not restore, the command cannot change
         kept = tuple(p for p in ctx.not_checkpointed if os.path.lexists(p))
         plan = replace(plan, protected=plan.protected + kept)
-    if ctx.other_repositories:  # any depth, where the sandbox's own look stops two levels down
-        dot_gits = (p / ".git" for p in ctx.other_repositories)
-        more = tuple(g for g in dot_gits if g not in plan.protected and os.path.lexists(g))
-        plan = replace(plan, protected=plan.protected + more)
     if plan.git_state:  # the user's identity, which the sandbox's hidden global config would lose
         plan = replace(plan, extra_env=tuple(commit_identity(plan.workspace).items()))
     exclusion = _exclusion(plan.workspace)

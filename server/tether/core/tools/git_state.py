@@ -126,20 +126,27 @@ def _no_repository_git_could_record(decision: Decision, ws: Path) -> None:
     submodule (`git add .` does, with a warning; so do `apply --index`, a checkout, a merge). The
     user's `git status` looks into every submodule, with that repository's config: an agent-made
     one naming a `core.fsmonitor` program would have it run outside the sandbox. Ignored ones count
-    only beside `git add -f`, which can add them; untracked files are listed without refreshing
-    (and so writing) the user's index."""
+    only beside `git add -f`, which can add them."""
     subcommands = {git_subcommand(s.argv) for s in decision.segments if s.argv and s.argv[0] == "git"}
     if subcommands <= _RECORD_NO_NEW_PATH:
         return
-    git = Git(git_dir=ws / ".git", work_tree=ws)
     forced = any(
         git_subcommand(s.argv) == "add" and _forces(s.argv)
         for s in decision.segments
         if s.argv and s.argv[0] == "git"
     )
+    no_untracked_repository(ws, ignored_too=forced)
+
+
+def no_untracked_repository(ws: Path, *, ignored_too: bool = False) -> None:
+    """Refuse (`git.untracked_repository`) while a repository lies in the work tree untracked —
+    ignored ones too with `ignored_too` — where an add could record it as a submodule. Untracked
+    files are listed without refreshing (and so writing) the user's index. Also for
+    `git_operation add`, which runs outside the sandbox with the same effect."""
+    git = Git(git_dir=ws / ".git", work_tree=ws)
     try:
         listed = git.run("ls-files", "-z", "--others", "--exclude-standard").stdout.split(b"\0")
-        if forced:  # every ignored file: `--directory` would hide a repository deeper in an ignored one
+        if ignored_too:  # every ignored file: `--directory` would hide a repository deeper in an ignored one
             listed += git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard").stdout.split(
                 b"\0"
             )

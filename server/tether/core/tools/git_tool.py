@@ -28,7 +28,7 @@ from typing import Any
 from tether.core.policy.secrets import SecretSettings, secret_globs
 from tether.core.sandbox.env import hardened_git_env
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
-from tether.core.tools.git_state import repository_lock
+from tether.core.tools.git_state import no_untracked_repository, repository_lock
 from tether.core.tools.inputs import Prepared, resolve, validate
 from tether.errors import PolicyDenied, ToolInputError
 
@@ -242,6 +242,24 @@ def build_argv(operation: str, args: list[str], ctx: ToolContext) -> list[str]:
     return argv
 
 
+def _records_a_repository(git: str, workspace: Path, env: Mapping[str, str]) -> str | None:
+    """Why an add must not run now: a repository lies untracked in the work tree, and `git add`
+    would record it as a submodule, whose config the user's `git status` obeys (the bash tool
+    refuses the same, rule `git.untracked_repository`). Checked under the run lock, right before."""
+    top = subprocess.run(
+        [git, "rev-parse", "--show-toplevel"], cwd=workspace, capture_output=True, text=True,
+        env=dict(env), timeout=GIT_TIMEOUT, check=False,
+    )  # fmt: skip
+    if top.returncode != 0 or not top.stdout.strip():
+        return "Error: refused: the repository's top could not be found to check it for repositories"
+    try:
+        no_untracked_repository(Path(top.stdout.strip()))
+    except PolicyDenied as exc:
+        suggestion = exc.decision.suggestion if exc.decision is not None else ""
+        return f"Error: refused (git.untracked_repository): {exc}. Suggestion: {suggestion}"
+    return None
+
+
 def secret_exclusions(settings: SecretSettings) -> list[str]:
     """Pathspecs that keep secret files out of a diff (docs/secrets.md): a tracked `.env` shows as
     changed in `status`, but its lines never reach the model."""
@@ -288,6 +306,12 @@ class GitOperationTool:
                 ):
                     text = f"Error: git {operation} cancelled before it started"
                     return ToolOutcome(ok=False, result={"operation": operation}, text=text, error=text)
+                if operation == "add" and not {"-u", "--update"} & set(git_args):
+                    refused = _records_a_repository(git, workspace, env)
+                    if refused is not None:
+                        return ToolOutcome(
+                            ok=False, result={"operation": operation}, text=refused, error=refused
+                        )
                 try:
                     proc = subprocess.run(
                         [git, *git_args], cwd=workspace, capture_output=True, env=env,
