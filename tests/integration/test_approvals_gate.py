@@ -696,6 +696,67 @@ def test_git_operation_add_never_records_an_untracked_repository(tmp_path: Path)
     shutil.rmtree(workspace / "evil")
     added = session.gate.call("git_operation", {"operation": "add", "args": ["notes.txt"]})
     assert added.ok, added.text
+    # `add -u` stages tracked paths only — but a tracked file replaced by a repository is recorded
+    # as a submodule: taken out of the index again, and said
+    subprocess.run(["git", "-C", str(workspace), "commit", "-q", "-m", "notes"], check=True)
+    (workspace / "notes.txt").unlink()
+    _planted_repository(workspace / "notes.txt", marker)
+    update = session.gate.call("git_operation", {"operation": "add", "args": ["-u"]})
+    assert not update.ok, update.text
+    assert "git.untracked_repository" in update.text, update.text
+    index = subprocess.run(
+        ["git", "-C", str(workspace), "ls-files", "--stage"], capture_output=True, text=True, check=True
+    )
+    assert "160000" not in index.stdout
+
+
+def test_the_repositories_to_protect_are_looked_for_after_the_question(tmp_path: Path) -> None:
+    """While the person thinks, another command (or anything) may make a repository — or unhide
+    one: the look that pins other repositories' `.git` runs again when the command starts."""
+    workspace = _repository(tmp_path)
+    (workspace / "plant.py").write_text(
+        "try:\n"
+        "    with open('late/x/y/.git/config', 'a') as f:\n"
+        "        f.write('[core]\\n\\tfsmonitor = x\\n')\n"
+        "    print('wrote')\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc.errno)\n"
+    )
+    user_config = tmp_path / "user.toml"
+    user_config.write_text('[[rules]]\npattern = ["python3", "plant.py"]\ndecision = "ask"\n')
+
+    def approve_while_a_repository_appears(
+        request: ApprovalRequest, cancel: threading.Event
+    ) -> ApprovalAnswer:
+        _planted_repository(workspace / "late" / "x" / "y", workspace / ".git" / "planted")
+        return ApprovalAnswer("allow_once")
+
+    session = open_session(
+        workspace,
+        FaceOverrides(permissions="command"),
+        approver=approve_while_a_repository_appears,
+        user_path=user_config,
+    )
+    result = session.gate.call("bash_command", {"command": "python3 plant.py"})
+    assert result.state == "executed", result.text
+    assert "refused" in result.result["stdout"], result.result["stdout"]
+
+
+def test_git_operation_reads_the_paths_it_was_given_literally(tmp_path: Path) -> None:
+    """The policy checks each path by name; git would read `*.env` as a pattern and stage the secret
+    `.env` (the policy refuses `.env` itself), or `:(top)x` as a path from the repository's top."""
+    workspace = _repository(tmp_path)
+    (workspace / ".env").write_text("TOKEN=s\n")
+    (workspace / "a.txt").write_text("a\n")
+    session = open_session(workspace, FaceOverrides(permissions="write"))
+    for args in (["*.env"], ["*.txt"], [":(top)a.txt"]):
+        result = session.gate.call("git_operation", {"operation": "add", "args": args})
+        assert not result.ok, (args, result.text)
+    index = subprocess.run(
+        ["git", "-C", str(workspace), "ls-files"], capture_output=True, text=True, check=True
+    )
+    assert index.stdout == ""
+    assert session.gate.call("git_operation", {"operation": "add", "args": ["a.txt"]}).ok
 
 
 def _planted_repository(path: Path, marker: Path) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +159,80 @@ def test_a_fifo_as_a_repositorys_index_refuses_instead_of_hanging(tmp_path: Path
     os.mkfifo(ws / "app" / ".git" / "index")
     with pytest.raises(CheckpointError, match="not a regular file"):
         protected_git_paths(ws)
+
+
+def test_a_repository_named_like_a_build_output_is_found(tmp_path: Path) -> None:
+    """`build/`, `dist/`, `venv/` are not walked into, but a repository that is one is protected."""
+    ws = tmp_path / "projects"
+    for rel in ("build", "tools/dist", "venv"):
+        _git(tmp_path, "init", "-q", str(ws / rel))
+    found = set(protected_git_paths(ws))
+    assert {ws / rel / ".git" for rel in ("build", "tools/dist", "venv")} <= found
+    _git(tmp_path, "init", "-q", str(ws / "build" / "inner"))
+    assert ws / "build" / "inner" / ".git" not in set(protected_git_paths(ws))  # not walked into
+
+
+_AS_A_USER = (
+    "setpriv",
+    "--bounding-set",
+    "-dac_override,-dac_read_search",
+    "--inh-caps",
+    "-dac_override,-dac_read_search",
+)
+
+
+def test_an_unreadable_directory_is_pinned_whole(tmp_path: Path) -> None:
+    """`chmod 000 proj` by one command hid `proj/.git` from the look before the next, which could
+    `chmod 755 proj` and write its config. What cannot be read is pinned whole (a read-only mount
+    cannot be chmod-ed back). Run without root's permission bypass, as a user would be."""
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: permission bits cannot be tested")
+    ws = (tmp_path / "projects").resolve()
+    _git(tmp_path, "init", "-q", str(ws / "proj"))
+    (ws / "proj").chmod(0)
+    try:
+        script = (
+            "import sys; from pathlib import Path; from tether.core.gitlinks import protected_git_paths; "
+            "print('\\n'.join(map(str, protected_git_paths(Path(sys.argv[1])))))"
+        )
+        prefix = _AS_A_USER if os.geteuid() == 0 else ()
+        out = subprocess.run(
+            [*prefix, sys.executable, "-c", script, str(ws)], capture_output=True, text=True, check=True
+        )
+    finally:
+        (ws / "proj").chmod(0o755)
+    assert out.stdout.split() == [str(ws / "proj")]
+
+
+def test_a_workspace_whose_git_is_a_file(tmp_path: Path) -> None:
+    """`--separate-git-dir` into the workspace: the gitdir is pinned like a `.git` directory. A
+    linked worktree: its own index's submodules (not checked out there: empty directories)."""
+    ws = tmp_path / "ws"
+    _git(tmp_path, "init", "-q", "--separate-git-dir", str(ws / ".repo"), str(ws))
+    assert ws / ".repo" in set(protected_git_paths(ws))
+    origin = tmp_path / "origin"
+    _git(tmp_path, "init", "-q", str(origin))
+    _git(origin, "commit", "-q", "--allow-empty", "-m", "o")
+    main = tmp_path / "main"
+    _git(tmp_path, "init", "-q", str(main))
+    _git(main, "submodule", "add", "-q", str(origin), "lib")
+    _git(main, "commit", "-q", "-m", "sub")
+    worktree = tmp_path / "wt"
+    _git(main, "worktree", "add", "-q", str(worktree))
+    assert list((worktree / "lib").iterdir()) == []  # `worktree add` checks no submodule out
+    assert worktree / "lib" in set(protected_git_paths(worktree))
+
+
+def test_a_link_on_the_way_to_a_gitdir_is_protected(tmp_path: Path) -> None:
+    """`proj/.git` names `../links/proj.git`, a link: repointed, the user's git would use a gitdir a
+    command made. The link is in the protected set (which refuses writing commands: no mount pins
+    a link)."""
+    ws = tmp_path / "ws"
+    real = tmp_path / "elsewhere" / "proj.git"
+    (ws / "proj").mkdir(parents=True)
+    real.parent.mkdir()
+    _git(tmp_path, "init", "-q", "--separate-git-dir", str(real), str(ws / "proj"))
+    (ws / "links").mkdir()
+    (ws / "links" / "proj.git").symlink_to(real)
+    (ws / "proj" / ".git").write_text("gitdir: ../links/proj.git\n")
+    assert ws / "links" / "proj.git" in set(protected_git_paths(ws))

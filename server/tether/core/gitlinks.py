@@ -25,19 +25,29 @@ only when the index file does, so it is kept per index file and its (device, ino
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS
 from tether.core.gitcmd import Git
 from tether.errors import CheckpointError
 
 _GITLINK = b"160000"
+
+
+class _Listing(NamedTuple):
+    subdirs: tuple[str, ...]  # walked into
+    outputs: tuple[str, ...]  # build outputs: not walked into, but their own `.git` is looked for
+    has_git: bool
+
+
 _GIT_TIMEOUT = 20.0
 _cache: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
-_listings: dict[str, tuple[tuple[int, int], tuple[str, ...], bool]] = {}
+_listings: dict[str, tuple[tuple[int, int, int], _Listing]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -51,10 +61,18 @@ def protected_git_paths(workspace: Path) -> tuple[Path, ...]:
     root = os.path.realpath(workspace)
     found: dict[str, None] = {}  # ordered, without repeats
     top = _repository_top(workspace)
+    own = os.path.join(str(top) if top is not None else root, ".git")
     if top is not None:
         _submodules(top, root, found, depth=0)
-    own = os.path.join(str(top) if top is not None else root, ".git")
-    for dot_git in _repositories_below(root):
+    elif (own_gitdir := _gitdir_of(own)) is not None:
+        # the workspace's `.git` is a file (a linked worktree, `--separate-git-dir`): where it points
+        # inside the workspace is pinned like the `.git` directory is, and its index has submodules
+        found.update(dict.fromkeys(p for p in _named_gitdirs(own, own_gitdir) if p.startswith(root + os.sep)))
+        _submodules(Path(root), root, found, 0, own_gitdir)
+    dot_gits, unreadable = _repositories_below(root)
+    for directory in unreadable:  # nothing below can be seen: the directory is pinned whole
+        found.setdefault(directory)
+    for dot_git in dot_gits:
         found.setdefault(dot_git)
         inner = _gitdir_of(dot_git)
         if inner is None:
@@ -62,6 +80,7 @@ def protected_git_paths(workspace: Path) -> tuple[Path, ...]:
         for named in _named_gitdirs(dot_git, inner):  # where else its config lives
             if named.startswith(root + os.sep) and not named.startswith(own + os.sep):
                 found.setdefault(named)  # (the user's own `.git` is pinned whole already)
+        found.update(dict.fromkeys(_links_on_the_way(str(inner), root)))
         _submodules(Path(os.path.dirname(dot_git)), root, found, 1, inner)
     return tuple(Path(p) for p in found)
 
@@ -160,19 +179,44 @@ def _listed(git_dir: Path, work_tree: Path) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def _repositories_below(root: str) -> list[str]:
-    """Every `.git` entry in a directory below `root`, whatever it is (not through symlinks, not
-    into build outputs such as `node_modules/`). The walk goes on inside repositories: one kept in
-    another's work tree is obeyed there too, and a `.git` (even an empty file) must not stop it."""
+def _repositories_below(root: str) -> tuple[list[str], list[str]]:
+    """Every `.git` entry in a directory below `root`, whatever it is (not through symlinks), and
+    the directories that cannot be read. The walk goes on inside repositories — one kept in
+    another's work tree is obeyed there too, and a `.git` (even an empty file) must not stop it —
+    but not into build outputs (`node_modules/`, `build/`), whose own `.git` is still looked for.
+    An unreadable directory (`chmod 000` by an earlier command, to be undone by the next) could
+    hide a repository: it is returned, to be pinned whole."""
     found: list[str] = []
-    pending = list(_listing(root)[0])
+    unreadable: list[str] = []
+    listing = _listing(root)
+    pending = list(listing.subdirs) if listing is not None else []
+    outputs = list(listing.outputs) if listing is not None else []
     while pending:
         directory = pending.pop()
-        subdirs, has_git = _listing(directory)
-        if has_git:
+        listing = _listing(directory)
+        if listing is None:
+            unreadable.append(directory)
+            continue
+        if listing.has_git:
             found.append(directory + "/.git")
-        pending.extend(subdirs)
-    return found
+        pending.extend(listing.subdirs)
+        outputs.extend(listing.outputs)
+    # not cached: a `.git` made inside `build/` changes `build/`'s mtime, not its parent's
+    found += [f"{d}/.git" for d in outputs if os.path.lexists(f"{d}/.git")]
+    return found, unreadable
+
+
+def _links_on_the_way(path: str, root: str) -> list[str]:
+    """Symbolic links inside the workspace on the way to a gitdir a `.git` file names: a command
+    could point one at a gitdir it made. A mount cannot pin a link, so these are returned to be
+    protected — which refuses commands that can write, naming the link (docs/sandbox.md)."""
+    links = []
+    current = os.path.normpath(path)
+    while current.startswith(root + os.sep):
+        if os.path.islink(current):
+            links.append(current)
+        current = os.path.dirname(current)
+    return links
 
 
 def _named_gitdirs(dot_git: str, gitdir: Path) -> list[str]:
@@ -187,31 +231,37 @@ def _named_gitdirs(dot_git: str, gitdir: Path) -> list[str]:
     return named
 
 
-def _listing(directory: str) -> tuple[tuple[str, ...], bool]:
-    """The subdirectories of `directory` (not `.git`, not build outputs, not through links) and
-    whether it holds a `.git` entry, kept while its (inode, mtime) stays: adding, removing or
-    renaming an entry — `.git` too — changes a directory's mtime, so an unchanged folder costs one
-    `stat` (a 20,000-file tree: ~2,000 of them per command)."""
+def _listing(directory: str) -> _Listing | None:
+    """What the walk needs of `directory`, kept while its (inode, mtime, ctime) stays: adding,
+    removing or renaming an entry — `.git` too — changes a directory's mtime, and a `chmod` or a
+    restored mtime its ctime, so an unchanged folder costs one `stat` (a 20,000-file tree: ~2,000
+    per command). None when it cannot be read; an empty listing when it is gone."""
     try:
         st = os.stat(directory)
+    except FileNotFoundError:
+        return _Listing((), (), False)
     except OSError:
-        return (), False
-    stamp = (st.st_ino, st.st_mtime_ns)
+        return None
+    stamp = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
     with _cache_lock:
         cached = _listings.get(directory)
     if cached is not None and cached[0] == stamp:
-        return cached[1], cached[2]
+        return cached[1]
     subdirs: list[str] = []
+    outputs: list[str] = []
     has_git = False
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
                 if entry.name == ".git":
                     has_git = True
-                elif entry.name not in REGENERATED_DIRS and entry.is_dir(follow_symlinks=False):
-                    subdirs.append(entry.path)
-    except OSError:
-        return (), False
+                elif entry.is_dir(follow_symlinks=False):
+                    (outputs if entry.name in REGENERATED_DIRS else subdirs).append(entry.path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return _Listing((), (), False)  # gone (or replaced) since the stat
+        return None
+    listing = _Listing(tuple(subdirs), tuple(outputs), has_git)
     with _cache_lock:
-        _listings[directory] = (stamp, tuple(subdirs), has_git)
-    return tuple(subdirs), has_git
+        _listings[directory] = (stamp, listing)
+    return listing

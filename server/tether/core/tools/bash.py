@@ -34,7 +34,7 @@ from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.git_state import IndexWatch, changes_git_state, repository_lock
 from tether.core.tools.git_tool import commit_identity
 from tether.core.tools.inputs import Prepared, failure, resolve, validate
-from tether.errors import CheckpointError, PolicyDenied, SandboxUnavailable, ToolInputError
+from tether.errors import CheckpointError, PolicyDenied, SandboxError, SandboxUnavailable, ToolInputError
 
 TRUNCATION_SUGGESTION = "Use output filtering or pagination"
 _SHELL_CHARS = frozenset("|&;<>()$`\\\"'*?[]{}~#\n")
@@ -448,7 +448,12 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
             f"refused: the workspace's secret files could not be listed ({exc}), so they could not be "
             "hidden from the command; nothing ran"
         )
-    plan = replace(plan, masked=masked)
+    try:  # looked at again now, after any question: what another command changed meanwhile counts
+        read_only = plan.permission == "read"
+        protected = _protected(plan.workspace, ctx.config, plan.git_state, read_only=read_only)
+    except SandboxError as exc:
+        return failure(f"{exc}; nothing ran")
+    plan = replace(plan, masked=masked, protected=protected)
     if ctx.not_checkpointed:  # what rollback could not restore, the command cannot change
         kept = tuple(p for p in ctx.not_checkpointed if os.path.lexists(p))
         plan = replace(plan, protected=plan.protected + kept)

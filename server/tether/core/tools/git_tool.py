@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tether.core.gitlinks import gitlinks
 from tether.core.policy.secrets import SecretSettings, secret_globs
 from tether.core.sandbox.env import hardened_git_env
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
@@ -242,22 +243,44 @@ def build_argv(operation: str, args: list[str], ctx: ToolContext) -> list[str]:
     return argv
 
 
-def _records_a_repository(git: str, workspace: Path, env: Mapping[str, str]) -> str | None:
-    """Why an add must not run now: a repository lies untracked in the work tree, and `git add`
-    would record it as a submodule, whose config the user's `git status` obeys (the bash tool
-    refuses the same, rule `git.untracked_repository`). Checked under the run lock, right before."""
-    top = subprocess.run(
+def _before_add(
+    git: str, workspace: Path, env: Mapping[str, str], *, update_only: bool
+) -> tuple[Path | None, str | None]:
+    """The repository's top, and why an add must not run now: a repository lies untracked in the
+    work tree, and `git add` would record it as a submodule, whose config the user's `git status`
+    obeys (the bash tool refuses the same, rule `git.untracked_repository`). `-u` adds no new path,
+    so it is not refused; what it records is checked after (`_no_new_submodule`)."""
+    found = subprocess.run(
         [git, "rev-parse", "--show-toplevel"], cwd=workspace, capture_output=True, text=True,
         env=dict(env), timeout=GIT_TIMEOUT, check=False,
     )  # fmt: skip
-    if top.returncode != 0 or not top.stdout.strip():
-        return "Error: refused: the repository's top could not be found to check it for repositories"
-    try:
-        no_untracked_repository(Path(top.stdout.strip()))
-    except PolicyDenied as exc:
-        suggestion = exc.decision.suggestion if exc.decision is not None else ""
-        return f"Error: refused (git.untracked_repository): {exc}. Suggestion: {suggestion}"
-    return None
+    if found.returncode != 0 or not found.stdout.strip():
+        return None, "Error: refused: the repository's top could not be found to check it for repositories"
+    top = Path(found.stdout.strip())
+    if not update_only:
+        try:
+            no_untracked_repository(top)
+        except PolicyDenied as exc:
+            suggestion = exc.decision.suggestion if exc.decision is not None else ""
+            return top, f"Error: refused (git.untracked_repository): {exc}. Suggestion: {suggestion}"
+    return top, None
+
+
+def _no_new_submodule(git: str, top: Path, env: Mapping[str, str], before: frozenset[str]) -> str | None:
+    """Take out of the index any submodule entry the add just made (a tracked file the agent
+    replaced by a repository, staged by `add -u`), and say so; None when there is none."""
+    new = sorted(set(gitlinks(top)) - before)
+    if not new:
+        return None
+    subprocess.run(
+        [git, "update-index", "--force-remove", "--", *new], cwd=top, capture_output=True, env=dict(env),
+        timeout=GIT_TIMEOUT, check=False,
+    )  # fmt: skip
+    return (
+        f"Error: refused (git.untracked_repository): git add recorded {', '.join(new)} as a submodule — a "
+        "repository whose config your own `git status` would obey; taken out of the index again. Move "
+        "it out of the workspace, or add it yourself"
+    )
 
 
 def secret_exclusions(settings: SecretSettings) -> list[str]:
@@ -298,6 +321,11 @@ class GitOperationTool:
                 raise ToolInputError("Error: the workspace is not inside a git repository")
             if operation == "commit":
                 env.update(_identity(git, workspace, env))
+            if operation in ("add", "status"):
+                # the policy checked each name, so git must not read it as a pattern: `*.env` would
+                # stage the secret `.env`, `:(top)x` a file outside a workspace below the repository's
+                # top (diff keeps pathspec magic: its secret exclusions are magic pathspecs)
+                env["GIT_LITERAL_PATHSPECS"] = "1"
             with contextlib.ExitStack() as stack:
                 # add and commit write the index: not while an approved git command has a writable
                 # `.git` (its undo puts back the index it saved, and this add would be lost with it)
@@ -306,12 +334,15 @@ class GitOperationTool:
                 ):
                     text = f"Error: git {operation} cancelled before it started"
                     return ToolOutcome(ok=False, result={"operation": operation}, text=text, error=text)
-                if operation == "add" and not {"-u", "--update"} & set(git_args):
-                    refused = _records_a_repository(git, workspace, env)
+                top: Path | None = None
+                if operation == "add":
+                    update_only = bool({"-u", "--update"} & set(git_args))
+                    top, refused = _before_add(git, workspace, env, update_only=update_only)
                     if refused is not None:
                         return ToolOutcome(
                             ok=False, result={"operation": operation}, text=refused, error=refused
                         )
+                recorded = frozenset(gitlinks(top)) if top is not None else frozenset()
                 try:
                     proc = subprocess.run(
                         [git, *git_args], cwd=workspace, capture_output=True, env=env,
@@ -320,6 +351,12 @@ class GitOperationTool:
                 except subprocess.TimeoutExpired as exc:
                     timed_out = f"Error: git {operation} timed out after {GIT_TIMEOUT:.0f}s"
                     raise ToolInputError(timed_out) from exc
+                if top is not None:
+                    undone = _no_new_submodule(git, top, env, recorded)
+                    if undone is not None:
+                        return ToolOutcome(
+                            ok=False, result={"operation": operation}, text=undone, error=undone
+                        )
             stdout = proc.stdout[:MAX_OUTPUT].decode("utf-8", "replace")
             stderr = proc.stderr[:MAX_OUTPUT].decode("utf-8", "replace")
             result = {
