@@ -708,6 +708,27 @@ def test_git_operation_add_never_records_an_untracked_repository(tmp_path: Path)
         ["git", "-C", str(workspace), "ls-files", "--stage"], capture_output=True, text=True, check=True
     )
     assert "160000" not in index.stdout
+    assert index.stdout.startswith("100644 "), index.stdout  # the file's entry is back, not deleted
+
+
+def test_git_operation_add_in_a_linked_worktree_records_no_submodule(tmp_path: Path) -> None:
+    """A linked worktree keeps its own index in the main repository's `.git/worktrees/`: the look
+    for new submodule entries reads that one."""
+    main = _repository(tmp_path)
+    (main / "evil").write_text("e\n")
+    subprocess.run(["git", "-C", str(main), "add", "evil"], check=True)
+    subprocess.run(["git", "-C", str(main), "commit", "-q", "-m", "evil"], check=True)
+    worktree = tmp_path / "wt"
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(worktree)], check=True)
+    (worktree / "evil").unlink()
+    _planted_repository(worktree / "evil", tmp_path / "planted")
+    session = open_session(worktree, FaceOverrides(permissions="command,write"))
+    update = session.gate.call("git_operation", {"operation": "add", "args": ["-u"]})
+    assert not update.ok, update.text
+    index = subprocess.run(
+        ["git", "-C", str(worktree), "ls-files", "--stage"], capture_output=True, text=True, check=True
+    )
+    assert "160000" not in index.stdout
 
 
 def test_the_repositories_to_protect_are_looked_for_after_the_question(tmp_path: Path) -> None:

@@ -181,15 +181,17 @@ _AS_A_USER = (
 )
 
 
-def test_an_unreadable_directory_is_pinned_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["proj", "dist"])
+def test_a_directory_that_cannot_be_read_is_pinned_whole(tmp_path: Path, name: str) -> None:
     """`chmod 000 proj` by one command hid `proj/.git` from the look before the next, which could
-    `chmod 755 proj` and write its config. What cannot be read is pinned whole (a read-only mount
-    cannot be chmod-ed back). Run without root's permission bypass, as a user would be."""
+    `chmod 755 proj` and write its config; `dist/`, a build output, is not walked into, but its
+    own `.git` is looked for. What cannot be read is pinned whole (a read-only mount cannot be
+    chmod-ed back). Run without root's permission bypass, as a user would be."""
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         pytest.skip("running as root without setpriv: permission bits cannot be tested")
     ws = (tmp_path / "projects").resolve()
-    _git(tmp_path, "init", "-q", str(ws / "proj"))
-    (ws / "proj").chmod(0)
+    _git(tmp_path, "init", "-q", str(ws / name))
+    (ws / name).chmod(0)
     try:
         script = (
             "import sys; from pathlib import Path; from tether.core.gitlinks import protected_git_paths; "
@@ -200,8 +202,8 @@ def test_an_unreadable_directory_is_pinned_whole(tmp_path: Path) -> None:
             [*prefix, sys.executable, "-c", script, str(ws)], capture_output=True, text=True, check=True
         )
     finally:
-        (ws / "proj").chmod(0o755)
-    assert out.stdout.split() == [str(ws / "proj")]
+        (ws / name).chmod(0o755)
+    assert out.stdout.split() == [str(ws / name)]
 
 
 def test_a_workspace_whose_git_is_a_file(tmp_path: Path) -> None:
@@ -210,15 +212,7 @@ def test_a_workspace_whose_git_is_a_file(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     _git(tmp_path, "init", "-q", "--separate-git-dir", str(ws / ".repo"), str(ws))
     assert ws / ".repo" in set(protected_git_paths(ws))
-    origin = tmp_path / "origin"
-    _git(tmp_path, "init", "-q", str(origin))
-    _git(origin, "commit", "-q", "--allow-empty", "-m", "o")
-    main = tmp_path / "main"
-    _git(tmp_path, "init", "-q", str(main))
-    _git(main, "submodule", "add", "-q", str(origin), "lib")
-    _git(main, "commit", "-q", "-m", "sub")
-    worktree = tmp_path / "wt"
-    _git(main, "worktree", "add", "-q", str(worktree))
+    worktree = _worktree_with_a_submodule(tmp_path, "lib")
     assert list((worktree / "lib").iterdir()) == []  # `worktree add` checks no submodule out
     assert worktree / "lib" in set(protected_git_paths(worktree))
 
@@ -236,3 +230,34 @@ def test_a_link_on_the_way_to_a_gitdir_is_protected(tmp_path: Path) -> None:
     (ws / "links" / "proj.git").symlink_to(real)
     (ws / "proj" / ".git").write_text("gitdir: ../links/proj.git\n")
     assert ws / "links" / "proj.git" in set(protected_git_paths(ws))
+
+
+def test_a_workspace_below_a_linked_worktrees_top(tmp_path: Path) -> None:
+    """The first `.git` above is a worktree's file: its index (in the main repository) still names
+    the submodules inside this workspace."""
+    worktree = _worktree_with_a_submodule(tmp_path, "pkg/lib")
+    assert worktree / "pkg" / "lib" in set(protected_git_paths(worktree / "pkg"))
+
+
+def _worktree_with_a_submodule(tmp_path: Path, at: str) -> Path:
+    """A linked worktree of a repository whose index records a submodule at `at`."""
+    origin = tmp_path / "origin"
+    _git(tmp_path, "init", "-q", str(origin))
+    _git(origin, "commit", "-q", "--allow-empty", "-m", "o")
+    main = tmp_path / "main"
+    _git(tmp_path, "init", "-q", str(main))
+    _git(main, "submodule", "add", "-q", str(origin), at)
+    _git(main, "commit", "-q", "-m", "sub")
+    worktree = tmp_path / "wt"
+    _git(main, "worktree", "add", "-q", str(worktree))
+    return worktree
+
+
+def test_a_link_on_the_way_to_the_workspaces_own_gitdir_is_protected(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    real = ws / "real.git"
+    ws.mkdir()
+    _git(tmp_path, "init", "-q", "--separate-git-dir", str(real), str(ws))
+    (ws / "link").symlink_to(real)
+    (ws / ".git").write_text("gitdir: link\n")
+    assert ws / "link" in set(protected_git_paths(ws))

@@ -60,15 +60,17 @@ def protected_git_paths(workspace: Path) -> tuple[Path, ...]:
     write without knowing them (fail closed)."""
     root = os.path.realpath(workspace)
     found: dict[str, None] = {}  # ordered, without repeats
-    top = _repository_top(workspace)
-    own = os.path.join(str(top) if top is not None else root, ".git")
-    if top is not None:
-        _submodules(top, root, found, depth=0)
-    elif (own_gitdir := _gitdir_of(own)) is not None:
-        # the workspace's `.git` is a file (a linked worktree, `--separate-git-dir`): where it points
-        # inside the workspace is pinned like the `.git` directory is, and its index has submodules
-        found.update(dict.fromkeys(p for p in _named_gitdirs(own, own_gitdir) if p.startswith(root + os.sep)))
-        _submodules(Path(root), root, found, 0, own_gitdir)
+    up = (root, *map(str, Path(root).parents))
+    holder = next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
+    own = os.path.join(holder if holder is not None else root, ".git")
+    own_gitdir = _gitdir_of(own) if holder is not None else None
+    if holder is not None and own_gitdir is not None:
+        # The enclosing repository's index names its submodules. When its `.git` is a file (a
+        # linked worktree, `--separate-git-dir`), where it points inside the workspace — and any
+        # link on the way — is kept like a `.git` directory is.
+        kept = (*_named_gitdirs(own, own_gitdir), *_links_on_the_way(str(own_gitdir), root))
+        found.update(dict.fromkeys(p for p in kept if p.startswith(root + os.sep)))
+        _submodules(Path(holder), root, found, 0, own_gitdir)
     dot_gits, unreadable = _repositories_below(root)
     for directory in unreadable:  # nothing below can be seen: the directory is pinned whole
         found.setdefault(directory)
@@ -85,20 +87,15 @@ def protected_git_paths(workspace: Path) -> tuple[Path, ...]:
     return tuple(Path(p) for p in found)
 
 
-def gitlinks(workspace: Path) -> tuple[str, ...]:
+def gitlinks(workspace: Path, git_dir: Path | None = None) -> tuple[str, ...]:
     """The gitlink paths in the index of the repository whose work tree is `workspace` (empty when
-    it has no `.git` directory or no index yet)."""
-    git_dir = workspace / ".git"
-    if not git_dir.is_dir() or git_dir.is_symlink():
-        return ()
+    it has no index yet, or without `git_dir` no `.git` directory). `git_dir`: where the index is
+    when `.git` is a file (a linked worktree: its own index). CheckpointError when unreadable."""
+    if git_dir is None:
+        git_dir = workspace / ".git"
+        if not git_dir.is_dir() or git_dir.is_symlink():
+            return ()
     return _listed(git_dir, workspace)
-
-
-def _repository_top(workspace: Path) -> Path | None:
-    top = next((d for d in (workspace, *workspace.parents) if (d / ".git").exists()), None)
-    if top is None or not (top / ".git").is_dir() or (top / ".git").is_symlink():
-        return None  # none, or a linked worktree / submodule checkout: its index lies outside
-    return top
 
 
 def _submodules(
@@ -201,8 +198,15 @@ def _repositories_below(root: str) -> tuple[list[str], list[str]]:
             found.append(directory + "/.git")
         pending.extend(listing.subdirs)
         outputs.extend(listing.outputs)
-    # not cached: a `.git` made inside `build/` changes `build/`'s mtime, not its parent's
-    found += [f"{d}/.git" for d in outputs if os.path.lexists(f"{d}/.git")]
+    for directory in outputs:  # not cached: a `.git` made in `build/` changes `build/`'s mtime only
+        try:
+            os.lstat(f"{directory}/.git")
+        except FileNotFoundError:
+            continue
+        except OSError:  # cannot be searched (`chmod 000 dist`): what is there cannot be known
+            unreadable.append(directory)
+            continue
+        found.append(f"{directory}/.git")
     return found, unreadable
 
 

@@ -31,7 +31,7 @@ from tether.core.sandbox.env import hardened_git_env
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.git_state import no_untracked_repository, repository_lock
 from tether.core.tools.inputs import Prepared, resolve, validate
-from tether.errors import PolicyDenied, ToolInputError
+from tether.errors import CheckpointError, PolicyDenied, ToolInputError
 
 OPERATIONS = ("status", "diff", "add", "commit")
 FLAGS: dict[str, frozenset[str]] = {
@@ -245,41 +245,58 @@ def build_argv(operation: str, args: list[str], ctx: ToolContext) -> list[str]:
 
 def _before_add(
     git: str, workspace: Path, env: Mapping[str, str], *, update_only: bool
-) -> tuple[Path | None, str | None]:
-    """The repository's top, and why an add must not run now: a repository lies untracked in the
-    work tree, and `git add` would record it as a submodule, whose config the user's `git status`
-    obeys (the bash tool refuses the same, rule `git.untracked_repository`). `-u` adds no new path,
-    so it is not refused; what it records is checked after (`_no_new_submodule`)."""
+) -> tuple[tuple[Path, Path, frozenset[str]] | None, str | None]:
+    """The repository (its top, its git dir — a linked worktree's own — and the submodules its
+    index records now), and why an add must not run: a repository lies untracked in the work tree,
+    and `git add` would record it as a submodule, whose config the user's `git status` obeys (the
+    bash tool refuses the same, rule `git.untracked_repository`). `-u` adds no new path, so it is
+    not refused; what any add records is checked after (`_no_new_submodule`)."""
     found = subprocess.run(
-        [git, "rev-parse", "--show-toplevel"], cwd=workspace, capture_output=True, text=True,
-        env=dict(env), timeout=GIT_TIMEOUT, check=False,
+        [git, "rev-parse", "--show-toplevel", "--absolute-git-dir"], cwd=workspace, capture_output=True,
+        text=True, env=dict(env), timeout=GIT_TIMEOUT, check=False,
     )  # fmt: skip
-    if found.returncode != 0 or not found.stdout.strip():
-        return None, "Error: refused: the repository's top could not be found to check it for repositories"
-    top = Path(found.stdout.strip())
-    if not update_only:
-        try:
+    lines = found.stdout.splitlines()
+    if found.returncode != 0 or len(lines) != 2:
+        return None, "Error: refused: the repository could not be found to check it for repositories"
+    top, git_dir = Path(lines[0]), Path(lines[1])
+    try:
+        recorded = frozenset(gitlinks(top, git_dir))
+        if not update_only:
             no_untracked_repository(top)
-        except PolicyDenied as exc:
-            suggestion = exc.decision.suggestion if exc.decision is not None else ""
-            return top, f"Error: refused (git.untracked_repository): {exc}. Suggestion: {suggestion}"
-    return top, None
+    except CheckpointError as exc:
+        return None, f"Error: refused: the repository's index could not be read ({exc})"
+    except PolicyDenied as exc:
+        suggestion = exc.decision.suggestion if exc.decision is not None else ""
+        return None, f"Error: refused (git.untracked_repository): {exc}. Suggestion: {suggestion}"
+    return (top, git_dir, recorded), None
 
 
-def _no_new_submodule(git: str, top: Path, env: Mapping[str, str], before: frozenset[str]) -> str | None:
-    """Take out of the index any submodule entry the add just made (a tracked file the agent
-    replaced by a repository, staged by `add -u`), and say so; None when there is none."""
-    new = sorted(set(gitlinks(top)) - before)
+def _no_new_submodule(
+    git: str, env: Mapping[str, str], top: Path, git_dir: Path, before: frozenset[str]
+) -> str | None:
+    """Put back, as the last commit has it, any path the add just recorded as a submodule (a
+    tracked file the agent replaced by a repository, staged by `add -u`), and say so; None when
+    there is none. Fails loudly when it cannot be undone."""
+    new = sorted(set(gitlinks(top, git_dir)) - before)
     if not new:
         return None
-    subprocess.run(
-        [git, "update-index", "--force-remove", "--", *new], cwd=top, capture_output=True, env=dict(env),
-        timeout=GIT_TIMEOUT, check=False,
-    )  # fmt: skip
+    names = ", ".join(new)
+    for undo in (["reset", "-q", "--", *new], ["update-index", "--force-remove", "--", *new]):
+        # `reset` restores the committed entry; with no commit yet, the entry is only removed
+        subprocess.run(
+            [git, *undo], cwd=top, capture_output=True, env={**env, "GIT_LITERAL_PATHSPECS": "1"},
+            timeout=GIT_TIMEOUT, check=False,
+        )  # fmt: skip
+        if not set(new) & set(gitlinks(top, git_dir)):
+            return (
+                f"Error: refused (git.untracked_repository): git add recorded {names} as a submodule — a "
+                "repository whose config your own `git status` would obey; its entry is back as the "
+                "last commit has it. Move the repository out of the workspace, or add it yourself"
+            )
     return (
-        f"Error: refused (git.untracked_repository): git add recorded {', '.join(new)} as a submodule — a "
-        "repository whose config your own `git status` would obey; taken out of the index again. Move "
-        "it out of the workspace, or add it yourself"
+        f"Error: git add recorded {names} as a submodule — a repository whose config your own "
+        f"`git status` would obey — and it could not be taken out of the index: run `git rm --cached "
+        f"{names}` yourself before running git there"
     )
 
 
@@ -321,10 +338,10 @@ class GitOperationTool:
                 raise ToolInputError("Error: the workspace is not inside a git repository")
             if operation == "commit":
                 env.update(_identity(git, workspace, env))
-            if operation in ("add", "status"):
+            if operation == "add":
                 # the policy checked each name, so git must not read it as a pattern: `*.env` would
                 # stage the secret `.env`, `:(top)x` a file outside a workspace below the repository's
-                # top (diff keeps pathspec magic: its secret exclusions are magic pathspecs)
+                # top (status and diff only read, and diff's secret exclusions are magic pathspecs)
                 env["GIT_LITERAL_PATHSPECS"] = "1"
             with contextlib.ExitStack() as stack:
                 # add and commit write the index: not while an approved git command has a writable
@@ -334,15 +351,14 @@ class GitOperationTool:
                 ):
                     text = f"Error: git {operation} cancelled before it started"
                     return ToolOutcome(ok=False, result={"operation": operation}, text=text, error=text)
-                top: Path | None = None
+                repository: tuple[Path, Path, frozenset[str]] | None = None
                 if operation == "add":
                     update_only = bool({"-u", "--update"} & set(git_args))
-                    top, refused = _before_add(git, workspace, env, update_only=update_only)
+                    repository, refused = _before_add(git, workspace, env, update_only=update_only)
                     if refused is not None:
                         return ToolOutcome(
                             ok=False, result={"operation": operation}, text=refused, error=refused
                         )
-                recorded = frozenset(gitlinks(top)) if top is not None else frozenset()
                 try:
                     proc = subprocess.run(
                         [git, *git_args], cwd=workspace, capture_output=True, env=env,
@@ -351,8 +367,8 @@ class GitOperationTool:
                 except subprocess.TimeoutExpired as exc:
                     timed_out = f"Error: git {operation} timed out after {GIT_TIMEOUT:.0f}s"
                     raise ToolInputError(timed_out) from exc
-                if top is not None:
-                    undone = _no_new_submodule(git, top, env, recorded)
+                if repository is not None:
+                    undone = _no_new_submodule(git, env, *repository)
                     if undone is not None:
                         return ToolOutcome(
                             ok=False, result={"operation": operation}, text=undone, error=undone
