@@ -729,6 +729,10 @@ def test_git_operation_add_in_a_linked_worktree_records_no_submodule(tmp_path: P
         ["git", "-C", str(worktree), "ls-files", "--stage"], capture_output=True, text=True, check=True
     )
     assert "160000" not in index.stdout
+    shutil.rmtree(worktree / "evil")  # no repository left: a plain add works in a worktree too
+    (worktree / "notes.txt").write_text("n\n")
+    added = session.gate.call("git_operation", {"operation": "add", "args": ["notes.txt"]})
+    assert added.ok, added.text
 
 
 def test_the_repositories_to_protect_are_looked_for_after_the_question(tmp_path: Path) -> None:
@@ -975,6 +979,27 @@ def test_submodule_setup_is_refused_with_the_way_out(tmp_path: Path, command: st
     workspace = _repository(tmp_path)
     (workspace / "submodule").mkdir()
     _refused_before_asking(workspace, command, "git.submodule_setup")
+
+
+def test_a_tracked_file_staged_as_a_submodule_comes_back_as_the_file(tmp_path: Path) -> None:
+    """An approved `git add -u` after the agent replaced a tracked file by a repository: the entry
+    goes back as the last commit has it — the file — not removed (a deletion staged in its place)."""
+    workspace = _repository(tmp_path)
+    (workspace / "evil").write_text("e\n")
+    subprocess.run(["git", "-C", str(workspace), "add", "evil"], check=True)
+    subprocess.run(["git", "-C", str(workspace), "commit", "-q", "-m", "evil"], check=True)
+    (workspace / "evil").unlink()
+    _planted_repository(workspace / "evil", workspace / ".git" / "planted")
+    approver = Recorder(ApprovalAnswer("allow_once"))
+    session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
+    result = session.gate.call("bash_command", {"command": "git add -u"})
+    assert result.state == "executed", result.text
+    assert any("took the new submodule" in w for w in result.warnings), result.warnings
+    index = subprocess.run(
+        ["git", "-C", str(workspace), "ls-files", "--stage"], capture_output=True, text=True, check=True
+    )
+    assert index.stdout.startswith("100644 "), index.stdout
+    assert index.stdout.endswith("\tevil\n"), index.stdout
 
 
 def _gitlink_patch(path: str, head: str, *, reverse: bool = False) -> str:

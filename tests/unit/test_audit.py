@@ -151,6 +151,24 @@ def test_tether_dir_is_excluded_from_git(tmp_path: Path) -> None:
     assert text.count("/.tether/") == 1
 
 
+def test_a_linked_worktree_excludes_it_in_the_common_git_dir(tmp_path: Path) -> None:
+    """`.git` a file naming `main/.git/worktrees/wt`, whose `commondir` is `../..`: the exclude
+    goes where git reads it, in the main repository's `info/`; a FIFO named `.git` is never read."""
+    gitdir = tmp_path / "main" / ".git" / "worktrees" / "wt"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {gitdir}\n")
+    AuditLog(worktree).append(entry())
+    assert "/.tether/" in (tmp_path / "main" / ".git" / "info" / "exclude").read_text()
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / ".git")
+    AuditLog(fifo).append(entry())  # returns: nothing waits for a writer
+    assert len(AuditLog(fifo).read()) == 1
+
+
 def _writer(workspace: str, n: int) -> None:
     log = AuditLog(Path(workspace))
     for i in range(n):

@@ -114,22 +114,10 @@ def state_dir(workspace: Path) -> Path:
 
 
 def _exclude_from_git(workspace: Path) -> None:
-    dot_git = workspace / ".git"
-    if dot_git.is_dir():
-        common = dot_git
-    elif dot_git.is_file():  # linked worktree or submodule: "gitdir: <path>"
-        try:
-            text = dot_git.read_text(encoding="utf-8").strip()
-        except OSError:
-            return
-        if not text.startswith("gitdir:"):
-            return
-        gitdir = (workspace / text[len("gitdir:") :].strip()).resolve()
-        commondir_file = gitdir / "commondir"
-        common = gitdir
-        if commondir_file.is_file():
-            common = (gitdir / commondir_file.read_text(encoding="utf-8").strip()).resolve()
-    else:
+    from tether.core.gitlinks import common_git_dir  # the one reader of `.git` files
+
+    common = common_git_dir(workspace / ".git")
+    if common is None:
         return
     exclude = common / "info" / "exclude"
     with contextlib.suppress(OSError):

@@ -18,9 +18,10 @@ repository with worktrees); and the submodules of every one of those repositorie
 recursively (one not checked out is an empty directory: a `.git` made there would be obeyed).
 
 Why caches: a walk of every directory on every command would cost a scan of the tree; each
-directory's subdirectories are kept while its (inode, mtime) stays, so a command pays one `stat`
-and one `lstat` of `.git` per directory. Listing an index is one git process; the answer changes
-only when the index file does, so it is kept per index file and its (device, inode, size, mtime).
+directory's subdirectories, and whether it holds a `.git`, are kept while its (inode, mtime,
+ctime) stays, so a command pays one `stat` per directory. Listing an index is one git process;
+the answer changes only when the index file does, so it is kept per index file and its (device,
+inode, size, mtime).
 """
 
 from __future__ import annotations
@@ -228,11 +229,22 @@ def _named_gitdirs(dot_git: str, gitdir: Path) -> list[str]:
     and, for a linked worktree, the common directory that gitdir's `commondir` names."""
     if not os.path.isfile(dot_git) or os.path.islink(dot_git):
         return []  # a `.git` directory: pinned itself
-    named = [os.path.realpath(gitdir)]
+    named = os.path.realpath(gitdir)
+    common = _common_of(gitdir)
+    return [named] if common == named else [named, common]
+
+
+def common_git_dir(dot_git: Path) -> Path | None:
+    """The directory holding the config and `info/` of the repository whose `.git` is `dot_git` —
+    itself, or for a `.git` file (a linked worktree, a submodule) what it names, through its
+    `commondir`; None when `dot_git` is neither (a FIFO there is never read)."""
+    gitdir = _gitdir_of(str(dot_git))
+    return Path(_common_of(gitdir)) if gitdir is not None else None
+
+
+def _common_of(gitdir: Path) -> str:
     common = _first_line(os.path.join(gitdir, "commondir"))
-    if common:
-        named.append(os.path.realpath(os.path.join(gitdir, common)))
-    return named
+    return os.path.realpath(os.path.join(gitdir, common) if common else gitdir)
 
 
 def _listing(directory: str) -> _Listing | None:

@@ -330,8 +330,10 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
         transforms=tuple(applied),
         timeout=sandbox.command_timeout,
         max_output_bytes=sandbox.max_output_bytes,
-        # PATH tools inside the workspace (an activated .venv) are in this list too: see Gate.
-        protected=_protected(ws, ctx.config, git_state, read_only=permission == "read"),
+        # The policy's names (PATH tools inside the workspace, an activated .venv, too: see Gate);
+        # `execute` replaces them by the whole set — other repositories' `.git` included — when the
+        # command starts, after any question (looking twice cost every command a second walk).
+        protected=tuple(protected_write_paths(ws, ctx.config.policy)),
         git_state=git_state,
         env_passthrough=sandbox.env_passthrough,
         max_parallel=sandbox.max_parallel,

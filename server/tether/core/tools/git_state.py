@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from pathlib import Path
 
@@ -498,9 +499,9 @@ class IndexWatch:
     * a new `.git/commondir` or `.git/config.worktree` (they point git at another config);
     * a new `.git/index.lock` (a git the timeout killed): it would block the undo and the user.
 
-    The checks before the question cannot see every way in; this sees the result. Entries leave
-    the index by `update-index --force-remove` (nothing on disk changes); if that fails, the index
-    saved before the run is put back — never just a warning while a gitlink stays."""
+    The checks before the question cannot see every way in; this sees the result. Entries go back
+    as the last commit has them (`put_back_entries`: nothing on disk changes); if that fails, the
+    index saved before the run is put back — never just a warning while a gitlink stays."""
 
     _REDIRECTS = ("commondir", "config.worktree")
 
@@ -538,13 +539,9 @@ class IndexWatch:
                 notes.append(f"Tether removed `.git/{name}`, which the command left behind")
             # A new submodule not checked out (an empty directory: a branch holding one) is kept:
             # from the next command on, the sandbox keeps its directory read-only.
-            new_links = sorted(
-                p for p in set(gitlinks(self.ws)) - self.gitlinks if os.path.lexists(self.ws / p / ".git")
-            )
+            new_links = new_submodule_entries(self.ws, self.git_dir, self.gitlinks)
             new_placeholders = sorted(self._tracked_placeholders() - self.tracked)
-            if new_links or new_placeholders:
-                paths = b"".join(os.fsencode(p) + b"\0" for p in (*new_links, *new_placeholders))
-                self.git.run("update-index", "--force-remove", "-z", "--stdin", input=paths)
+            put_back_entries(self.git, [*new_links, *new_placeholders])
             notes += self._refs_back()
         except (CheckpointError, OSError) as exc:
             notes.append(self._put_back(exc))
@@ -678,3 +675,33 @@ class IndexWatch:
 
 
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def new_submodule_entries(work_tree: Path, git_dir: Path, before: AbstractSet[str]) -> list[str]:
+    """Submodule entries the index holds now and did not in `before`, where a repository stands
+    (one not checked out, an empty directory, the sandbox keeps read-only from the next command
+    on). `git_dir`: the index's, a linked worktree's own too. CheckpointError when unreadable."""
+    return sorted(
+        p for p in set(gitlinks(work_tree, git_dir)) - before if os.path.lexists(work_tree / p / ".git")
+    )
+
+
+def put_back_entries(git: Git, paths: Sequence[str]) -> None:
+    """The index entries of `paths` as the last commit has them, and none where it has none: a
+    tracked file an agent replaced by a repository, staged as a submodule, is the file again — not
+    a deletion staged in its place. Nothing on disk changes. CheckpointError when git fails."""
+    if not paths:
+        return
+    raw = [os.fsencode(p) for p in paths]
+    committed = git.run(
+        "ls-tree", "-z", "--full-tree", "HEAD", "--", *(os.fsdecode(p) for p in raw), ok_codes=(0, 128)
+    )
+    wanted = set(raw)
+    entries = [  # `<mode> <type> <object>\t<path>`, as `update-index --index-info` reads them
+        e + b"\0"
+        for e in (committed.stdout.split(b"\0") if committed.returncode == 0 else [])
+        if e.partition(b"\t")[2] in wanted and not e.startswith(b"040000 ")
+    ]
+    git.run("update-index", "--force-remove", "-z", "--stdin", input=b"".join(p + b"\0" for p in raw))
+    if entries:
+        git.run("update-index", "-z", "--index-info", input=b"".join(entries))

@@ -25,11 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tether.core.gitcmd import Git
 from tether.core.gitlinks import gitlinks
 from tether.core.policy.secrets import SecretSettings, secret_globs
 from tether.core.sandbox.env import hardened_git_env
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
-from tether.core.tools.git_state import no_untracked_repository, repository_lock
+from tether.core.tools.git_state import (
+    new_submodule_entries,
+    no_untracked_repository,
+    put_back_entries,
+    repository_lock,
+)
 from tether.core.tools.inputs import Prepared, resolve, validate
 from tether.errors import CheckpointError, PolicyDenied, ToolInputError
 
@@ -271,32 +277,26 @@ def _before_add(
     return (top, git_dir, recorded), None
 
 
-def _no_new_submodule(
-    git: str, env: Mapping[str, str], top: Path, git_dir: Path, before: frozenset[str]
-) -> str | None:
+def _no_new_submodule(top: Path, git_dir: Path, before: frozenset[str]) -> str | None:
     """Put back, as the last commit has it, any path the add just recorded as a submodule (a
     tracked file the agent replaced by a repository, staged by `add -u`), and say so; None when
-    there is none. Fails loudly when it cannot be undone."""
-    new = sorted(set(gitlinks(top, git_dir)) - before)
+    there is none. Fails loudly when it cannot be undone. The same undo as after an approved git
+    command in the sandbox (`git_state.IndexWatch`)."""
+    try:
+        new = new_submodule_entries(top, git_dir, before)
+        put_back_entries(Git(git_dir=git_dir, work_tree=top), new)
+    except CheckpointError as exc:
+        return (
+            f"Error: git add may have recorded a repository as a submodule, whose config your own "
+            f"`git status` would obey, and Tether could not check or undo it ({exc}): run `git ls-files "
+            "--stage` and `git rm --cached` any `160000` entry you did not add, before running git there"
+        )
     if not new:
         return None
-    names = ", ".join(new)
-    for undo in (["reset", "-q", "--", *new], ["update-index", "--force-remove", "--", *new]):
-        # `reset` restores the committed entry; with no commit yet, the entry is only removed
-        subprocess.run(
-            [git, *undo], cwd=top, capture_output=True, env={**env, "GIT_LITERAL_PATHSPECS": "1"},
-            timeout=GIT_TIMEOUT, check=False,
-        )  # fmt: skip
-        if not set(new) & set(gitlinks(top, git_dir)):
-            return (
-                f"Error: refused (git.untracked_repository): git add recorded {names} as a submodule — a "
-                "repository whose config your own `git status` would obey; its entry is back as the "
-                "last commit has it. Move the repository out of the workspace, or add it yourself"
-            )
     return (
-        f"Error: git add recorded {names} as a submodule — a repository whose config your own "
-        f"`git status` would obey — and it could not be taken out of the index: run `git rm --cached "
-        f"{names}` yourself before running git there"
+        f"Error: refused (git.untracked_repository): git add recorded {', '.join(new)} as a submodule — "
+        "a repository whose config your own `git status` would obey; its entry is back as the last "
+        "commit has it. Move the repository out of the workspace, or add it yourself"
     )
 
 
@@ -368,7 +368,7 @@ class GitOperationTool:
                     timed_out = f"Error: git {operation} timed out after {GIT_TIMEOUT:.0f}s"
                     raise ToolInputError(timed_out) from exc
                 if repository is not None:
-                    undone = _no_new_submodule(git, env, *repository)
+                    undone = _no_new_submodule(*repository)
                     if undone is not None:
                         return ToolOutcome(
                             ok=False, result={"operation": operation}, text=undone, error=undone
