@@ -8,8 +8,9 @@ Why this design (see docs/checkpoints.md for the user's view):
 * The private index persists between checkpoints, so git's stat cache makes the next one cost
   about a `git status`: one `git status --ignored=matching` on the private index names what changed
   (ignored files included), only those paths are given to `git update-index`, then `write-tree`,
-  `commit-tree`, and one `update-ref` transaction. The first snapshot (no private index yet) streams
-  every file through `git fast-import` into a single pack instead (`Checkpoints._import`).
+  `commit-tree`, and one `update-ref` transaction. The store's first snapshot starts from a copy of
+  the user's own index where its blob ids are the bytes on disk (`seed`); otherwise (no private
+  index yet) it streams every file through `git fast-import` into a single pack (`_import`).
 * Each checkpoint is a root commit under `refs/tether/checkpoints/<seq>`, so deleting the ref of an
   old one (retention) can never break a newer one, and the store's own refs keep every listed
   checkpoint's objects alive.
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from tether.core.checkpoints import restore
+from tether.core.checkpoints import restore, seed
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS, regenerated_dir
 from tether.core.checkpoints.store import (
     Location,
@@ -297,26 +298,45 @@ class Checkpoints:
             self._git = store_git(loc)
         return self._git
 
-    def _stage(self, loc: Location, git: Git) -> _Staged:
+    def _stage(self, loc: Location, git: Git, *, adopt: bool = True) -> _Staged:
         """Bring the private index up to date with the work tree; return its tree id.
 
         One walk of the work tree: `git status` on the private index names what changed, what is
         new and (`--ignored=matching`) what is ignored, a wholly ignored directory once. The
         changed paths go to `git update-index` by name: it looks each one up in the index, where
         `git add` with pathspecs matches every pathspec against every entry (paths x entries).
+        The store's first snapshot starts from the user's own index where it can (`seed`).
         """
+        seed.drop_unfinished(loc)
+        adoption = None
+        if adopt and not loc.index.exists() and not _has_checkpoints(git):
+            adoption = seed.adopt_user_index(loc, self.settings)
         status_args = (
             "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
             "--no-renames", "--ignore-submodules=dirty",
         )  # fmt: skip
+        unverified: list[str] = []
         try:
-            status = git.run(*status_args)
-        except CheckpointError as exc:
-            if "index" not in str(exc):
+            try:
+                status = git.run(*status_args)
+            except CheckpointError as exc:
+                if "index" not in str(exc) or adoption is not None:
+                    raise
+                # the private index is only a cache (e.g. torn by a power cut): rebuild it from scratch
+                loc.index.unlink(missing_ok=True)
+                status = git.run(*status_args)
+            if adoption is not None:
+                # entries the user's index got wrong are out of it now: recorded as they are on disk
+                unverified = adoption.finish()
+        except CheckpointError:
+            if adoption is None:
                 raise
-            # the private index is only a cache (e.g. torn by a power cut): rebuild it from scratch
-            loc.index.unlink(missing_ok=True)
-            status = git.run(*status_args)
+            adoption.abandon()
+            return self._stage(loc, git, adopt=False)  # from scratch
+        except BaseException:
+            if adoption is not None:
+                adoption.abandon()  # its thread must not write the index once the lock is let go
+            raise
         _refuse_unreadable(status.stderr)
         fresh = not loc.index.exists()  # the first snapshot, or a rebuild: status wrote no index
         candidates, gone, ignored_listing = _parse_status(status.stdout)
@@ -326,6 +346,11 @@ class Checkpoints:
         gone += [p for p in sorted(gitlinks) if _lost_its_repository(f"{self.workspace}/{p}")]
         ignored, regenerated = self._ignored_files(git, ignored_listing)
         candidates += ignored
+        big: list[str] = []
+        if adoption is not None:
+            known = set(candidates)
+            candidates += [p for p in unverified if p not in known]
+            big += adoption.too_big
         if gone:
             # first, and whatever stands on disk: `d/x` (indexed) may lie beyond a symlink `d` now,
             # which update-index refuses to look at, and `d` may enter the index as a file next
@@ -342,7 +367,6 @@ class Checkpoints:
                 known = set(candidates)
                 candidates += [p for p in (*more, *more_files) if p not in known]
                 regenerated += [d for d in more_regenerated if d not in regenerated]
-        big: list[str] = []
         add: list[str] = []
         nested: list[str] = []
         heads: dict[str, str] = {}  # nested repositories with a commit: recorded as gitlinks
@@ -383,6 +407,7 @@ class Checkpoints:
         else:
             more_nested, vanished = _update_index(git, add, self.workspace)
             nested += more_nested
+        big = sorted(set(big))  # an adopted one is also untracked in the status now
         removals = big + nested + vanished + sorted(placeholders)
         gitlinks.update(heads)
         gitlinks.difference_update(gone, removals)
