@@ -10,6 +10,7 @@ the packing process is killed.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from _checkpoint_support import init_repo
 
 from tether.core.checkpoints import MAINTENANCE_EVERY, Checkpoints
@@ -142,3 +144,35 @@ def test_packing_never_touches_what_a_checkpoint_in_flight_uses(tmp_path: Path) 
     before = (index.stat().st_ino, index.stat().st_mtime_ns, excludes.read_bytes())
     Checkpoints(repo, CheckpointSettings(exclude=("*.log",))).pack_objects()
     assert (index.stat().st_ino, index.stat().st_mtime_ns, excludes.read_bytes()) == before
+
+
+def test_a_fanout_directory_pruned_under_a_checkpoint_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Maintenance's `prune` empties and removes `objects/ab/` while a checkpoint writes an object
+    there: git fails that write ("unable to create temporary file: No such file or directory"), and
+    the checkpoint failed with it (seen in CI beside the packing test above). The race is git's own
+    and cannot be timed from outside, so a `git` on PATH fails the first `commit-tree` with git's
+    message, then hands every call to the real git."""
+    repo = init_repo(tmp_path / "ws", {"a.txt": "a\n"})
+    real_git = shutil.which("git")
+    assert real_git is not None
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    once = tmp_path / "failed-once"
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" commit-tree "*) if [ ! -e "{once}" ]; then touch "{once}"; '
+        'echo "error: unable to create temporary file: No such file or directory" >&2; '
+        'echo "fatal: failed to write commit object" >&2; exit 128; fi;; esac\n'
+        f'exec "{real_git}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    store = Checkpoints(repo, CheckpointSettings())
+    cp = store.create("t")
+    assert once.exists(), "the failure was injected"
+    (repo / "a.txt").write_text("changed\n")
+    store.rollback(to=cp.id)
+    assert (repo / "a.txt").read_text() == "a\n"

@@ -434,3 +434,61 @@ def test_a_file_gone_after_the_status_looked_at_it_is_not_recorded_from_the_inde
     store = repo / ".git" / "tether" / "store"
     assert "a.txt" not in git(repo, f"--git-dir={store}", "ls-tree", "--name-only", cp.commit).split()
     assert store_blob(repo, cp.commit, "b.txt") == b"b\n"
+
+
+def _nested(path: Path, files: dict[str, str]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    for name, text in files.items():
+        (path / name).write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "nested")
+
+
+@pytest.mark.parametrize("broken", ["no commit yet", "a .git file naming nothing"])
+def test_a_gitlink_over_a_repository_git_cannot_read_leaves_the_index(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, broken: str
+) -> None:
+    """git's status passes a gitlink whose commit it cannot read as unchanged: kept from the user's
+    index, the folder's files were in no checkpoint, and a rollback left the agent's change."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    _nested(repo / "sub", {"s.txt": "s\n"})
+    git(repo, "add", "sub")
+    git(repo, "commit", "-qm", "a submodule-like gitlink")
+    shutil.rmtree(repo / "sub" / ".git")
+    if broken == "no commit yet":
+        git(repo / "sub", "init", "-q")
+    else:
+        (repo / "sub" / ".git").write_text("gitdir: /nonexistent/modules/sub\n")
+    cp, scratch = first_checkpoint(repo, caplog)
+    assert not scratch
+    store = repo / ".git" / "tether" / "store"
+    names = git(repo, f"--git-dir={store}", "ls-tree", "-r", "--name-only", cp.commit).split()
+    if broken == "no commit yet":
+        assert "sub" in cp.skipped  # as from scratch: a repository without a commit is left out
+        assert names == ["a.txt"]
+    else:
+        assert names == ["a.txt", "sub/s.txt"]  # as from scratch: a plain folder
+        (repo / "sub" / "s.txt").write_text("agent overwrote\n")
+        Checkpoints(repo, CheckpointSettings()).rollback(to=cp.id)
+        assert (repo / "sub" / "s.txt").read_text() == "s\n"
+
+
+@pytest.mark.parametrize("adopted", [True, False], ids=["adopted", "from-scratch"])
+def test_a_tracked_file_a_repository_replaced_is_watched_like_any_nested_repository(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, adopted: bool
+) -> None:
+    """Status says `T` for it, not `d/`: it was recorded as a gitlink but not listed as one, so when
+    its `.git` went later, its files were in no checkpoint."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n", "d": "a file\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    if not adopted:
+        store.create("the file d")  # from scratch: d enters the private index as a file
+    (repo / "d").unlink()
+    _nested(repo / "d", {"x.txt": "x\n"})
+    cp = store.create("d is a repository now")
+    assert cp.skipped == ()
+    shutil.rmtree(repo / "d" / ".git")
+    (repo / "d" / "x.txt").write_text("x2\n")
+    after = store.create("d is a folder now")
+    assert store_blob(repo, after.commit, "d/x.txt") == b"x2\n"

@@ -95,6 +95,15 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# A loose object is written through a temporary file in its fan-out directory (`objects/ab/`).
+# Maintenance runs beside checkpoints without their lock (Checkpoints.pack_objects), and its
+# `prune` removes fan-out directories it empties: git recreates a missing one once, and a prune in
+# between fails the write with this message, before the command changed the index or a ref: it
+# runs again.
+_LOST_FANOUT_DIR = b"unable to create temporary file: No such file or directory"
+_ATTEMPTS = 3
+
+
 @dataclass(frozen=True)
 class GitResult:
     """Raw bytes of one git run: paths may contain newlines, so nothing is decoded here."""
@@ -154,15 +163,18 @@ class Git:
         argv = self.argv(args)
         cwd = self._cwd()
         try:
-            proc = subprocess.run(
-                argv,
-                input=input,
-                capture_output=True,
-                env=self.env(env),
-                cwd=cwd,
-                check=False,
-                timeout=timeout,
-            )
+            for _attempt in range(_ATTEMPTS):
+                proc = subprocess.run(
+                    argv,
+                    input=input,
+                    capture_output=True,
+                    env=self.env(env),
+                    cwd=cwd,
+                    check=False,
+                    timeout=timeout,
+                )
+                if proc.returncode == 0 or _LOST_FANOUT_DIR not in proc.stderr:
+                    break
         except subprocess.TimeoutExpired as exc:
             raise CheckpointError(
                 f"git {args[0]} in {self.git_dir} did not finish within {timeout:g} s"
@@ -225,6 +237,18 @@ class Git:
             )
         except OSError as exc:
             raise CheckpointError(f"could not run git: {exc.strerror or exc}") from exc
+
+
+def head_commit(repo_dir: Path) -> str | None:
+    """The commit a nested repository has checked out, if any (else git cannot record it as a
+    gitlink, and its files must not be taken for ours). Read through the chokepoint, so the nested
+    repository's hooks and fsmonitor never run."""
+    probe = Git(git_dir=repo_dir / ".git")
+    try:
+        result = probe.run("rev-parse", "--verify", "-q", "HEAD^{commit}", ok_codes=(0, 1, 128))
+    except CheckpointError:
+        return None
+    return result.stdout.decode("ascii", "replace").strip() if result.returncode == 0 else None
 
 
 class BlobReader:

@@ -16,8 +16,9 @@ data, its tree of directories, and objects the user's store keeps compressed. Ad
   checkpoint needs.
 Nothing of the user's is written: the index is read once, the object store is only read, no user
 config is read. The copy keeps the index file's modification time (git's check for "racily
-clean" entries compares against it), and becomes the private index only once everything it names
-is in the store: an interrupted adoption leaves nothing a later snapshot would trust.
+clean" entries compares against it). A marker file stands until every entry is checked and every
+object it names is in the store: an index whose adoption did not finish (killed, interrupted,
+failed) is thrown away by the next snapshot, never trusted.
 
 Not adopted (the first snapshot starts from scratch, the log says why): entries marked
 assume-unchanged or skip-worktree (the status would never look at those files) or unmerged; a
@@ -42,7 +43,7 @@ from typing import Generic, TypeVar
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS, regenerated_dir
 from tether.core.checkpoints.store import Location, store_git, write_if_changed
 from tether.core.config import CheckpointSettings
-from tether.core.gitcmd import Git
+from tether.core.gitcmd import Git, head_commit
 from tether.errors import CheckpointError
 
 log = logging.getLogger(__name__)
@@ -244,6 +245,13 @@ def _prepare(loc: Location, settings: CheckpointSettings, work: Path) -> list[_E
     if isinstance(entries, str):
         return entries
     leave = _left_out_by_rules(git, settings, entries)
+    # A gitlink stays only over a repository whose commit git can read: the status passes one it
+    # cannot read (no commit yet, a broken `.git` file) as unchanged, and its files would then be
+    # in no checkpoint. Taken out, the status sees the folder as from scratch.
+    root = loc.workspace
+    leave.update(
+        e.path for e in entries if e.mode == _GITLINK and head_commit(root / os.fsdecode(e.path)) is None
+    )
     if leave:
         _force_remove(git, sorted(leave))
     kept = [e for e in entries if e.path not in leave]
@@ -372,8 +380,11 @@ class _Hasher:
         self._reader.join()
         if code != 0:
             raise CheckpointError(f"git hash-object failed (exit {code})")
-        found = iter(b"".join(self._out).split(b"\n"))
-        return [next(found) if plain else None for plain in self._plain]
+        found = b"".join(self._out).split(b"\n")
+        if found.pop() != b"" or len(found) != sum(self._plain):
+            raise CheckpointError("git hash-object gave an unexpected answer")
+        ids = iter(found)
+        return [next(ids) if plain else None for plain in self._plain]
 
 
 def _plain_line(path: bytes) -> bool:

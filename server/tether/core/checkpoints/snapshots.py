@@ -48,7 +48,7 @@ from tether.core.checkpoints.store import (
     write_if_changed,
 )
 from tether.core.config import CheckpointSettings, user_state_dir
-from tether.core.gitcmd import Git
+from tether.core.gitcmd import Git, head_commit
 from tether.core.placeholders import recorded_placeholders
 from tether.core.redact import redact_text
 from tether.errors import CheckpointError, CheckpointRefused
@@ -379,7 +379,7 @@ class Checkpoints:
             if rel in placeholders:
                 continue  # removed from the index below
             if entry.endswith("/"):  # status names an untracked nested repository like this
-                head = _head_commit(self.workspace / rel)
+                head = head_commit(self.workspace / rel)
                 if head is not None:
                     add.append(rel)
                     heads[rel] = head
@@ -393,6 +393,15 @@ class Checkpoints:
                 continue
             if stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
                 big.append(rel)
+            elif stat.S_ISDIR(st.st_mode) and os.path.lexists(f"{self.workspace}/{rel}/.git"):
+                # a gitlink whose commit moved, or a tracked file a repository replaced (`T`):
+                # recorded with the others, so that losing its `.git` later is seen
+                head = head_commit(self.workspace / rel)
+                if head is not None:
+                    add.append(rel)
+                    heads[rel] = head
+                else:
+                    nested.append(rel)
             else:
                 add.append(rel)
         # A path before anything under it: `d` (a file in the index, a directory now) leaves the
@@ -709,18 +718,6 @@ def _matching_excludes(git: Git, patterns: tuple[str, ...]) -> builtins.list[str
         "ls-files", "-z", "--others", "--ignored", "--directory", *(f"--exclude={p}" for p in patterns)
     ).stdout
     return [os.fsdecode(p) for p in out.split(b"\0") if p]
-
-
-def _head_commit(repo_dir: Path) -> str | None:
-    """The commit a nested repository has checked out, if any (else git cannot record it as a
-    gitlink, and its files must not be taken for ours). Read through the chokepoint, so the nested
-    repository's hooks and fsmonitor never run."""
-    probe = Git(git_dir=repo_dir / ".git")
-    try:
-        result = probe.run("rev-parse", "--verify", "-q", "HEAD^{commit}", ok_codes=(0, 1, 128))
-    except CheckpointError:
-        return None
-    return result.stdout.decode("ascii", "replace").strip() if result.returncode == 0 else None
 
 
 def _read_all(fd: int, size: int) -> bytes:
