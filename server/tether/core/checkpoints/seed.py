@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS, regenerated_dir
-from tether.core.checkpoints.store import Location, store_git, write_if_changed
+from tether.core.checkpoints.store import Location, store_git
 from tether.core.config import CheckpointSettings
 from tether.core.gitcmd import Git, head_commit
 from tether.errors import CheckpointError
@@ -206,18 +206,20 @@ def _unsuitable(loc: Location) -> str | None:
         return "the workspace is a folder inside the repository"
     if any(c in str(gd) for c in ':"\\\n'):
         return "the repository's path cannot be named as an alternate object directory"  # `:` splits it
-    for path, what in ((gd / "index", "the index"), (gd / "objects" / "info" / "alternates", None)):
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
-            if what is None:
-                continue
-            return "no index yet"
-        except OSError as exc:
-            return f"{path}: {exc.strerror}"
-        if not stat.S_ISREG(mode):
-            return f"{path} is not a regular file"  # a FIFO there would hang git
-    return None
+    if not os.path.lexists(gd / "index"):
+        return "no index yet"
+    return _not_regular(gd / "index") or _not_regular(gd / "objects" / "info" / "alternates")
+
+
+def _not_regular(path: Path) -> str | None:
+    """Why git should not read `path` (a FIFO there would hang it), or None; a missing one is fine."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    return None if stat.S_ISREG(mode) else f"{path} is not a regular file"
 
 
 def _copy_keeping_mtime(source: Path, target: Path) -> None:
@@ -238,8 +240,8 @@ def _copy_keeping_mtime(source: Path, target: Path) -> None:
 
 
 def _prepare(loc: Location, settings: CheckpointSettings, work: Path) -> list[_Entry] | str:
-    """Read the copy's entries, take out what a snapshot leaves out by rule, record its gitlinks.
-    Returns the entries left to check against the files, or why the copy cannot be used."""
+    """Read the copy's entries and take out what a snapshot leaves out by rule. Returns the
+    entries left to check against the files, or why the copy cannot be used."""
     git = dataclasses.replace(store_git(loc, extra_config=()), index_file=work)
     entries = _entries(git)
     if isinstance(entries, str):
@@ -254,10 +256,9 @@ def _prepare(loc: Location, settings: CheckpointSettings, work: Path) -> list[_E
     )
     if leave:
         _force_remove(git, sorted(leave))
-    kept = [e for e in entries if e.path not in leave]
-    gitlinks = sorted(e.path for e in kept if e.mode == _GITLINK)
-    write_if_changed(loc.root / "gitlinks", b"".join(p + b"\0" for p in gitlinks))
-    return [e for e in kept if e.mode != _GITLINK]
+    # the snapshot lists the gitlinks the index keeps from the index itself when this file is gone
+    (loc.root / "gitlinks").unlink(missing_ok=True)
+    return [e for e in entries if e.path not in leave and e.mode != _GITLINK]
 
 
 def _entries(git: Git) -> list[_Entry] | str:
@@ -353,8 +354,7 @@ class _Hasher:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._proc.poll() is None:
-            self._proc.kill()
+        self.kill()
         self._proc.wait()
 
     def kill(self) -> None:

@@ -378,32 +378,26 @@ class Checkpoints:
             candidates[i] = rel
             if rel in placeholders:
                 continue  # removed from the index below
-            if entry.endswith("/"):  # status names an untracked nested repository like this
-                head = head_commit(self.workspace / rel)
-                if head is not None:
-                    add.append(rel)
-                    heads[rel] = head
-                else:
-                    nested.append(rel)  # would be taken for a plain directory: keep out
-                continue
-            try:
-                st = os.lstat(f"{self.workspace}/{rel}")  # not pathlib: 10 us a path on 250,000
-            except OSError:
-                add.append(rel)  # deleted since the status: `--remove` records the deletion
-                continue
-            if stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
-                big.append(rel)
-            elif stat.S_ISDIR(st.st_mode) and os.path.lexists(f"{self.workspace}/{rel}/.git"):
-                # a gitlink whose commit moved, or a tracked file a repository replaced (`T`):
-                # recorded with the others, so that losing its `.git` later is seen
-                head = head_commit(self.workspace / rel)
-                if head is not None:
-                    add.append(rel)
-                    heads[rel] = head
-                else:
-                    nested.append(rel)
-            else:
+            # status names an untracked nested repository `d/`; a gitlink whose commit moved, or a
+            # tracked file a repository replaced (`T`), by its name only
+            repository = entry.endswith("/")
+            if not repository:
+                try:
+                    st = os.lstat(f"{self.workspace}/{rel}")  # not pathlib: 10 us a path on 250,000
+                except OSError:
+                    add.append(rel)  # deleted since the status: `--remove` records the deletion
+                    continue
+                if stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
+                    big.append(rel)
+                    continue
+                repository = stat.S_ISDIR(st.st_mode) and os.path.lexists(f"{self.workspace}/{rel}/.git")
+            if not repository:
                 add.append(rel)
+            elif (head := head_commit(self.workspace / rel)) is not None:
+                add.append(rel)
+                heads[rel] = head  # listed with the gitlinks, so that losing its `.git` later is seen
+            else:
+                nested.append(rel)  # would be taken for a plain directory: keep out
         # A path before anything under it: `d` (a file in the index, a directory now) leaves the
         # index before `d/x` enters it.
         add.sort(key=os.fsencode)
