@@ -9,24 +9,62 @@ Backends: bubblewrap (preferred), firejail, landlock, none (only when the user c
 
 from __future__ import annotations
 
-from tether.core.sandbox.base import (
-    NO_ISOLATION_WARNING,
-    BackendStatus,
-    Runner,
-    RunRequest,
-    RunResult,
-)
-from tether.core.sandbox.env import hardened_git_env, sandbox_env
-from tether.core.sandbox.fake import FakeRunner
-from tether.core.sandbox.probe import (
-    ALL_BACKENDS,
-    STRENGTH_ORDER,
-    auto_choice,
-    make_runner,
-    probe_backend,
-    probe_backends,
-    select_runner,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.core.sandbox.base import (
+        NO_ISOLATION_WARNING,
+        BackendStatus,
+        Runner,
+        RunRequest,
+        RunResult,
+    )
+    from tether.core.sandbox.env import hardened_git_env, sandbox_env
+    from tether.core.sandbox.fake import FakeRunner
+    from tether.core.sandbox.probe import (
+        ALL_BACKENDS,
+        STRENGTH_ORDER,
+        auto_choice,
+        make_runner,
+        probe_backend,
+        probe_backends,
+        select_runner,
+    )
+
+_HOME = {
+    "NO_ISOLATION_WARNING": "base",
+    "BackendStatus": "base",
+    "Runner": "base",
+    "RunRequest": "base",
+    "RunResult": "base",
+    "hardened_git_env": "env",
+    "sandbox_env": "env",
+    "FakeRunner": "fake",
+    "ALL_BACKENDS": "probe",
+    "STRENGTH_ORDER": "probe",
+    "auto_choice": "probe",
+    "make_runner": "probe",
+    "probe_backend": "probe",
+    "probe_backends": "probe",
+    "select_runner": "probe",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Each name imported from its module on first use (PEP 562).
+
+    Why: importing a submodule runs this file first, and `tether check` (one process per
+    hook call of another agent) needs only the PATH helpers of `env`, not the backends, their
+    probes and `subprocess`: eager imports here cost every such call about 8 ms.
+    """
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ALL_BACKENDS",

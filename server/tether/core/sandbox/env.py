@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -248,6 +247,8 @@ def _config_key(workspace: Path) -> tuple[str, int, int, int] | None:
 
 
 def _read_driver_keys(git: str, workspace: Path) -> list[str]:
+    import subprocess  # here, not at the top: `tether check` imports this module and runs no git
+
     env = {"PATH": os.environ.get("PATH", DEFAULT_PATH), "GIT_CONFIG_NOSYSTEM": "1"}
     env["GIT_CONFIG_GLOBAL"] = "/dev/null"
     try:
