@@ -100,6 +100,54 @@ def raw_bwrap_spawn(ws: Path, rounds: int, protected: tuple[Path, ...] | None = 
     return _median_ms(samples)
 
 
+def tether_share_over_raw_bwrap(root: Path, rounds: int) -> tuple[float, float, int] | None:
+    """Medians of a Tether bubblewrap run with the real protected set, and of the per-round
+    difference to raw bwrap mounting the same paths (made beforehand), the two taken in turn.
+
+    Why in turn: on a shared machine the cost of a spawn drifts by several milliseconds within
+    seconds, more than what Tether adds, so two medians taken one after the other compare two
+    loads. Each side has a workspace of its own: the raw side's pre-made files would otherwise look
+    like the user's to Tether, which then makes no placeholders at all.
+    """
+    from tether.core.sandbox.bwrap import bwrap_args, find_bwrap
+    from tether.core.sandbox.protected import protected_paths
+
+    found = find_bwrap()
+    if found is None:
+        return None
+    ours, raw_ws = root / "tether-side", root / "raw-side"
+    for ws in (ours, raw_ws):
+        (ws / ".git").mkdir(parents=True)
+    protected, raw_protected = protected_paths(ours), protected_paths(raw_ws)
+    runner = make_runner("bubblewrap")
+    request = RunRequest(
+        argv=("true",), script=None, cwd=ours, workspace=ours, timeout=30, max_output_bytes=10_000,
+        protected=protected,
+    )  # fmt: skip
+    for path in raw_protected:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+    raw_request = RunRequest(
+        argv=("true",), script=None, cwd=raw_ws, workspace=raw_ws, timeout=30, max_output_bytes=1
+    )
+    argv = bwrap_args(raw_request, raw_protected, found[0])
+    runner.run(request)  # warm-up
+    subprocess.run(argv, check=True)
+    ours_s, diffs = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        result = runner.run(request)
+        middle = time.perf_counter()
+        subprocess.run(argv, check=True)
+        end = time.perf_counter()
+        if result.exit_code != 0:
+            raise SystemExit(f"bubblewrap: `true` failed: {result.stderr}")
+        ours_s.append(middle - start)
+        diffs.append((middle - start) - (end - middle))
+    return _median_ms(ours_s), _median_ms(diffs), len(protected)
+
+
 def masks_and_spawn(name: str, ws: Path, rounds: int, base: float, protected: tuple[Path, ...]) -> None:
     """The secret mask's cost: finding the secret files (per command) and mounting over them."""
     from tether.core.policy.secrets import SecretSettings
@@ -209,6 +257,12 @@ def main() -> None:
                 print(
                     f"  floor: raw bwrap mounting the same {len(full)} paths read-only (made beforehand, "
                     f"no Tether): median {raw_full:.2f} ms, +{raw_full - base:.2f} ms over plain"
+                )
+            share = tether_share_over_raw_bwrap(Path(tmp), args.rounds) if preferred == "bubblewrap" else None
+            if share is not None:
+                print(
+                    f"  taken in turn with that floor: Tether's run {share[0]:.2f} ms, its own share "
+                    f"(placeholders, checks, arguments) is +{share[1]:.2f} ms (median per-round difference)"
                 )
             med = backend_spawn(preferred, ws, args.rounds, full, read_only=True)
             print(

@@ -125,7 +125,10 @@ def parents_to_pin(workspace: Path, protected: tuple[Path, ...]) -> list[Path]:
 
 
 def is_within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    """`path == root or root in path.parents`, by comparing parts: the sandbox checks each of its
+    55 protected paths against others, and pathlib's `parents` compares Path objects one by one
+    (a tenth of a protected run's own time went there)."""
+    return path.parts[: len(root.parts)] == root.parts
 
 
 def check_workspace(request_workspace: Path, cwd: Path) -> str | None:
@@ -189,8 +192,8 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
     regular files are ever removed, so a user's file is never deleted.
     """
     lock_fd = os.open(_lock_path(workspace), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    made: list[tuple[Path, int, int]] = []  # created by this run: (path, dev, ino)
-    paths: list[Path] = []
+    made: dict[Path, tuple[int, int]] = {}  # created by this run: (dev, ino)
+    paths: dict[Path, None] = {}  # in order, each once
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_SH)
         for raw in protected:
@@ -206,9 +209,10 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
                     "the sandbox cannot keep in place. Replace the link with the file or directory "
                     "itself; read-only commands still run."
                 )
-            paths.append(target)
+            paths[target] = None
         missing = [p for p in paths if not os.path.lexists(p)]
-        adopted = [p for p in paths if p not in missing and _is_placeholder(p, made)]
+        absent = set(missing)
+        adopted = [p for p in paths if p not in absent and _is_placeholder(p, made)]
         if missing or adopted:
             try:  # before any is made: a checkpoint taken meanwhile already leaves them out
                 record_placeholders(workspace, [*missing, *adopted])
@@ -223,7 +227,7 @@ def pinned_protected(workspace: Path, protected: tuple[Path, ...]) -> Iterator[P
                     f"refusing to run: cannot pin the protected path {target}: {exc.strerror}"
                 ) from exc
             if created is not None:
-                made.append((target, *created))
+                made[target] = created
         placeholders = tuple(p for p in paths if _is_placeholder(p, made))
         yield Pinned(tuple(paths), placeholders)
     finally:
@@ -263,13 +267,13 @@ def _create_placeholder(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _is_placeholder(path: Path, made: list[tuple[Path, int, int]]) -> bool:
+def _is_placeholder(path: Path, made: dict[Path, tuple[int, int]]) -> bool:
     """An empty regular file that this very run created, or that is marked as ours."""
     try:
         st = os.lstat(path)
     except OSError:
         return False
-    made_here = any(p == path and (dev, ino) == (st.st_dev, st.st_ino) for p, dev, ino in made)
+    made_here = made.get(path) == (st.st_dev, st.st_ino)
     if made_here and stat.S_ISREG(st.st_mode) and st.st_size == 0:
         return True
     return is_marked_placeholder(path, st)
