@@ -23,7 +23,13 @@ from pathlib import Path
 from tether.core.policy.asks import ask_for, git_beyond_rules, git_without_globals, workspace_program
 from tether.core.policy.lex import Word
 from tether.core.policy.parse import parse
-from tether.core.policy.paths import PathCheck, bare_repository_trap, check_path, resolve_checked
+from tether.core.policy.paths import (
+    PathCheck,
+    bare_repository_trap,
+    check_path,
+    real_workspace,
+    resolve_checked,
+)
 from tether.core.policy.programs import BLOCKED, NEVER_IN_WORKSPACE, PROGRAMS
 from tether.core.policy.ruleset import strictest
 from tether.core.policy.settings import PolicySettings
@@ -108,7 +114,7 @@ def _base(workspace: Path, cwd: Path | None) -> str:
     """The working directory relative to the workspace root ('' for the root itself)."""
     if cwd is None:
         return ""
-    root = os.path.realpath(workspace)
+    root = real_workspace(str(workspace))
     real = os.path.realpath(os.path.join(root, cwd))
     if real != root and not real.startswith(root.rstrip("/") + "/"):
         raise Deny("path.outside_workspace", f"the working directory {str(cwd)!r} is outside the workspace")
@@ -214,7 +220,7 @@ def _cd(raw: RawCommand, bases: list[str], workspace: Path, settings: PolicySett
     if len(bases) > MAX_CD:
         raise Deny("input.too_complex", f"more than {MAX_CD} `cd` in one command")
     target = os.path.expanduser(words[0].value) if words[0].tilde else words[0].value
-    root = os.path.realpath(workspace)
+    root = real_workspace(str(workspace))
     new = list(bases)
     for where in bases:
         real, rule, reason = resolve_checked(
@@ -254,7 +260,7 @@ def _expand(word: Word, workspace: Path, settings: PolicySettings, base: str) ->
             f"the pattern {word.value!r} could match `.` or `..`",
             "write the directory names out",
         )
-    root = os.path.realpath(workspace)
+    root = real_workspace(str(workspace))
     if base:
         root = os.path.join(root, base)
     found = globmod.iglob(pattern, root_dir=root) if not os.path.isabs(pattern) else globmod.iglob(pattern)
@@ -264,9 +270,9 @@ def _expand(word: Word, workspace: Path, settings: PolicySettings, base: str) ->
             "path.glob_too_many", f"the pattern {word.value!r} matches more than {MAX_GLOB_MATCHES} files"
         )
     for match in matches:
-        result = check_path(_at(base, match), workspace, write=False, settings=settings)
-        if not result.ok:
-            raise Deny(result.rule, f"the pattern {word.value!r} matches {match!r}: {result.reason}")
+        real, rule, reason = resolve_checked(_at(base, match), str(workspace), write=False, settings=settings)
+        if real is None:
+            raise Deny(rule, f"the pattern {word.value!r} matches {match!r}: {reason}")
     return matches or [word.value]
 
 
@@ -590,14 +596,10 @@ def _generic_paths(
             real, rule, reason = resolve_checked(at, str(workspace), write=False, settings=settings)
             if real is None and rule in ("path.outside_workspace", "path.tilde", "path.secret", "path.nul"):
                 raise Deny(rule, reason, _path_suggestion(rule))
-            if write and real is not None and real != _real_root(workspace):
+            if write and real is not None and real != real_workspace(str(workspace)):
                 real, rule, reason = resolve_checked(at, str(workspace), write=True, settings=settings)
                 if real is None:
                     raise Deny(rule, reason, _path_suggestion(rule))
-
-
-def _real_root(workspace: Path) -> str:
-    return os.path.realpath(workspace)
 
 
 def _check_redirect(

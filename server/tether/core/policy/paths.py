@@ -99,7 +99,10 @@ class PathCheck:
 
 
 @lru_cache(maxsize=64)
-def _real_workspace(workspace: str) -> str:
+def real_workspace(workspace: str) -> str:
+    """The workspace root with its symbolic links resolved, once per process: every path of every
+    command is resolved against it, and resolving the root again costs a system call per
+    component of its path."""
     return os.path.realpath(workspace)
 
 
@@ -142,7 +145,7 @@ def protected_write_paths(workspace: Path, settings: PolicySettings) -> list[Pat
     Only workspace-level entries: the policy also refuses protected *names* in subdirectories,
     which a sandbox cannot list up front without walking the tree.
     """
-    root = Path(_real_workspace(str(workspace)))
+    root = Path(real_workspace(str(workspace)))
     paths = [root / d for d in PROTECTED_DIRS] + [root / n for n in PROTECTED_NAMES]
     paths.append(root / "node_modules" / ".bin")
     for pattern in settings.extra_protected:
@@ -208,13 +211,13 @@ def resolve_checked(
     expanded = expand_tilde(raw)
     if expanded is None:
         return None, "path.tilde", f"{raw!r}: only `~` and `~/…` are understood"
-    root = _real_workspace(workspace)
+    root = real_workspace(workspace)
     real = _resolve(root, expanded)
     if not _inside(real, root):
         return None, "path.outside_workspace", f"{raw!r} resolves to {real!r}, outside the workspace {root!r}"
     lexical = os.path.normpath(os.path.join(root, expanded))
     candidates = [relative_inside(real, root)]
-    if _inside(lexical, root):
+    if lexical != real and _inside(lexical, root):
         candidates.append(relative_inside(lexical, root))
     for rel in candidates:  # the name as written and the file it reaches (a symlink to .env)
         matched = secret_pattern(rel, settings.secrets)
@@ -246,7 +249,7 @@ def bare_repository_trap(directory: str, workspace: Path) -> str | None:
     core.pager, …). Anything the agent can write in the workspace could be shaped that way, so a
     read-only git command run there would run the agent's code.
     """
-    root = _real_workspace(str(workspace))
+    root = real_workspace(str(workspace))
     current = _resolve(root, directory)
     while _inside(current, root):
         if os.path.exists(os.path.join(current, ".git")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from tether.core.policy.ruleset import Rule
 from tether.core.policy.secrets import DEFAULT_SECRET_PATTERNS, SecretSettings
@@ -31,6 +32,8 @@ class PolicySettings:
     network_enabled: bool = False
     """`[network]` allows some domains: curl and wget may run, through the proxy (docs/network.md)."""
 
-    @property
+    @cached_property
     def secrets(self) -> SecretSettings:
+        """Made once per settings object (they are frozen): every path of every command is
+        checked against it, and `secret_pattern`'s cache hashes it each time."""
         return SecretSettings(self.secret_patterns, frozenset(self.secret_allowed))
