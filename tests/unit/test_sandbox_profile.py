@@ -212,6 +212,9 @@ def test_paths_outside_the_workspace_are_ignored(tmp_path: Path) -> None:
         ("a", "a/b"),
         ("/a", "a"),
         ("a", "/a"),
+        ("/a", "."),  # a relative root holds no absolute path
+        ("a", "."),
+        (".", "."),
     ],
 )
 def test_is_within_means_equal_or_a_parent(path: str, root: str) -> None:
@@ -298,6 +301,20 @@ def test_workspaces_that_cannot_be_confined(tmp_path: Path, monkeypatch: pytest.
     assert check_workspace(home / "project", home / "project") is None
     with pytest.raises(SandboxError, match="refusing to run"):
         ensure_confinable(home, home)
+
+
+def test_a_workspace_given_unresolved_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The protected paths are found under the resolved root while the backends bind the path as
+    given: through a symlink or relative to the current directory, none would be pinned."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.chdir(tmp_path)
+    for given in (tmp_path / "link", Path("real"), tmp_path / "real" / ".." / "real"):
+        assert "not an absolute path with its symbolic links resolved" in str(check_workspace(given, real))
+    assert check_workspace(real, real) is None
+    with pytest.raises(SandboxError, match="refusing to run"):
+        ensure_confinable(tmp_path / "link", real)
 
 
 def test_unpinnable_protected_path_refuses(tmp_path: Path) -> None:

@@ -128,7 +128,7 @@ def is_within(path: Path, root: Path) -> bool:
     """`path == root or root in path.parents`, by comparing parts: the sandbox checks each of its
     55 protected paths against others, and pathlib's `parents` compares Path objects one by one
     (a tenth of a protected run's own time went there)."""
-    return path.parts[: len(root.parts)] == root.parts
+    return path.parts[: len(root.parts)] == root.parts and path.is_absolute() == root.is_absolute()
 
 
 def check_workspace(request_workspace: Path, cwd: Path) -> str | None:
@@ -136,8 +136,15 @@ def check_workspace(request_workspace: Path, cwd: Path) -> str | None:
 
     A writable workspace that is `/`, contains a home directory (shell startup files, autostart
     entries: code that runs later, outside any sandbox) or lies inside a masked secret directory
-    would turn "write the workspace" into an escape, so those are refused outright.
+    would turn "write the workspace" into an escape, so those are refused outright. So is a
+    workspace given as a relative path or through a symbolic link: the protected paths are found
+    under the resolved root, and the backends bind the path as given, so none would be pinned.
     """
+    if not request_workspace.is_absolute() or os.path.realpath(request_workspace) != str(request_workspace):
+        return (
+            f"the workspace {request_workspace} is not an absolute path with its symbolic links resolved, "
+            "so its protected paths could not be pinned (a bug in the caller: please report it)"
+        )
     ws = Path(os.path.realpath(request_workspace))
     if ws == Path("/"):
         return "the workspace is the root directory"
