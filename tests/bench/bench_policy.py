@@ -10,6 +10,7 @@ run, on this machine, on the benign corpus of tests/unit/test_policy_corpus.py.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -46,6 +47,45 @@ def _visit_all(source: bytes) -> int:
     return count
 
 
+_FS_CALLS = ("lstat", "stat", "scandir", "readlink")
+_SCANDIR = os.scandir
+
+
+def _fs_calls(decide_once: Callable[[], object]) -> list[tuple[Callable[..., object], tuple[object, ...]]]:
+    """The file-system calls one decision makes (paths resolved one component at a time, globs
+    listed, the bare-repository trap looked for), recorded by wrapping `os`: what any policy that
+    checks paths against the real file system must do, in any language."""
+    recorded: list[tuple[Callable[..., object], tuple[object, ...]]] = []
+    originals = {name: getattr(os, name) for name in _FS_CALLS}
+
+    def recording(fn: Callable[..., object]) -> Callable[..., object]:
+        def call(*args: object, **kwargs: object) -> object:
+            recorded.append((fn, args))
+            return fn(*args, **kwargs)
+
+        return call
+
+    try:
+        for name, fn in originals.items():
+            setattr(os, name, recording(fn))
+        decide_once()
+    finally:
+        for name, fn in originals.items():
+            setattr(os, name, fn)
+    return recorded
+
+
+def _parse_and_replay(source: bytes, calls: list[tuple[Callable[..., object], tuple[object, ...]]]) -> None:
+    parser().parse(source)
+    for fn, args in calls:
+        try:
+            result = fn(*args)
+            if fn is _SCANDIR:
+                list(result)  # type: ignore[call-overload]  # reading the entries is the cost
+        except OSError:
+            pass
+
+
 def _per_command_median(fn: Callable[[], object], rounds: int) -> float:
     samples = []
     for _ in range(rounds):
@@ -65,11 +105,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         ws = _workspace(Path(tmp))
         denied = [c for c, m in corpus if not decide(c, m, ws, settings).allowed]  # also warms caches
-        parse_us, visit_us, decide_us = [], [], []
+        parse_us, visit_us, fs_us, decide_us = [], [], [], []
         for command, mode in corpus:
             source = command.encode()
             parse_us.append(_per_command_median(lambda s=source: p.parse(s), args.rounds))
             visit_us.append(_per_command_median(lambda s=source: _visit_all(s), args.rounds))
+            calls = _fs_calls(lambda c=command, m=mode: decide(c, m, ws, settings))
+            fs_us.append(_per_command_median(lambda s=source, c=calls: _parse_and_replay(s, c), args.rounds))
             decide_us.append(
                 _per_command_median(lambda c=command, m=mode: decide(c, m, ws, settings), args.rounds)
             )
@@ -79,6 +121,7 @@ def main() -> int:
     rows = (
         ("bare tree-sitter parse", parse_us),
         ("parse + visit every node", visit_us),
+        ("parse + its file calls", fs_us),
         ("full decision", decide_us),
     )
     for label, values in rows:
@@ -89,6 +132,13 @@ def main() -> int:
     )
     visit_ratio = statistics.median(d / v for d, v in zip(decide_us, visit_us, strict=True))
     print(f"  ratio decision/(parse+visit) median {visit_ratio:5.2f} x")
+    fs_ratio = statistics.median(f / b for f, b in zip(fs_us, parse_us, strict=True))
+    print(
+        f"  floor: the parse and the file-system calls the decision makes, replayed: median "
+        f"{fs_ratio:4.2f} x the parse; what the goal leaves for all the rest (quote removal, rules, "
+        f"schemas, path rules) is {max(0.0, 3 - fs_ratio):4.2f} x the parse, "
+        f"{max(0.0, 3 - fs_ratio) * statistics.median(parse_us):4.1f} us"
+    )
     print("  slowest relative to their parse:")
     for ratio, command in worst:
         print(f"    {ratio:6.2f} x  {command}")
