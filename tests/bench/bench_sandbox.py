@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tether.core.sandbox import STRENGTH_ORDER, RunRequest, auto_choice, make_runner, probe_backend
@@ -67,88 +69,85 @@ def backend_spawn(
     return _median_ms(samples)
 
 
-def raw_spawn(backend: str, ws: Path, rounds: int, protected: tuple[Path, ...] | None = None) -> float | None:
-    """bwrap or firejail with the same profile but no Tether around it: separates the backend's cost
-    from ours.
-
-    With `protected`, the missing ones are made once, by hand, beforehand (what Tether's placeholders
-    do on every run): what is left is the backend mounting each read-only — the floor for that profile.
-    """
+@contextmanager
+def raw_command(backend: str, ws: Path, protected: tuple[Path, ...]) -> Iterator[list[str] | None]:
+    """The command line of `backend` (bubblewrap or firejail) running `true` with the same profile
+    but no Tether around it, or None when it is not installed. The missing protected paths are made
+    by hand for as long as it is used (what Tether's placeholders do on every run): what is left
+    is the backend mounting each read-only — the floor for that profile."""
     from tether.core.sandbox.bwrap import bwrap_args, find_bwrap
     from tether.core.sandbox.firejail import find_firejail, firejail_args
 
     found = find_bwrap() if backend == "bubblewrap" else find_firejail()
     if found is None:
-        return None
-    pinned = protected if protected is not None else (ws / ".git",)
-    made = [p for p in pinned if not p.exists()]
+        yield None
+        return
+    made = [p for p in protected if not p.exists()]
     made_dirs = sorted({p.parent for p in made if not p.parent.exists()})
     for path in made:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
     request = RunRequest(argv=("true",), script=None, cwd=ws, workspace=ws, timeout=30, max_output_bytes=1)
     build = bwrap_args if backend == "bubblewrap" else firejail_args
-    argv = build(request, pinned, found[0])
-    samples = []
     try:
-        for _ in range(rounds):
-            start = time.perf_counter()
-            subprocess.run(argv, check=True)
-            samples.append(time.perf_counter() - start)
+        yield build(request, protected, found[0])
     finally:
         for path in made:
             path.unlink()
         for directory in reversed(made_dirs):
             directory.rmdir()
+
+
+def raw_spawn(backend: str, ws: Path, rounds: int, protected: tuple[Path, ...] | None = None) -> float | None:
+    """Median of `raw_command` (with only `.git` pinned unless `protected` is given): separates the
+    backend's cost from ours."""
+    with raw_command(backend, ws, protected if protected is not None else (ws / ".git",)) as argv:
+        if argv is None:
+            return None
+        samples = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            subprocess.run(argv, check=True)
+            samples.append(time.perf_counter() - start)
     return _median_ms(samples)
 
 
-def tether_share_over_raw_bwrap(root: Path, rounds: int) -> tuple[float, float, int] | None:
+def tether_share_over_raw_bwrap(root: Path, rounds: int) -> tuple[float, float] | None:
     """Medians of a Tether bubblewrap run with the real protected set, and of the per-round
-    difference to raw bwrap mounting the same paths (made beforehand), the two taken in turn.
+    difference to `raw_command` with the same paths, the two taken in turn.
 
     Why in turn: on a shared machine the cost of a spawn drifts by several milliseconds within
     seconds, more than what Tether adds, so two medians taken one after the other compare two
     loads. Each side has a workspace of its own: the raw side's pre-made files would otherwise look
     like the user's to Tether, which then makes no placeholders at all.
     """
-    from tether.core.sandbox.bwrap import bwrap_args, find_bwrap
     from tether.core.sandbox.protected import protected_paths
 
-    found = find_bwrap()
-    if found is None:
-        return None
     ours, raw_ws = root / "tether-side", root / "raw-side"
     for ws in (ours, raw_ws):
         (ws / ".git").mkdir(parents=True)
-    protected, raw_protected = protected_paths(ours), protected_paths(raw_ws)
     runner = make_runner("bubblewrap")
     request = RunRequest(
         argv=("true",), script=None, cwd=ours, workspace=ours, timeout=30, max_output_bytes=10_000,
-        protected=protected,
+        protected=protected_paths(ours),
     )  # fmt: skip
-    for path in raw_protected:
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()
-    raw_request = RunRequest(
-        argv=("true",), script=None, cwd=raw_ws, workspace=raw_ws, timeout=30, max_output_bytes=1
-    )
-    argv = bwrap_args(raw_request, raw_protected, found[0])
-    runner.run(request)  # warm-up
-    subprocess.run(argv, check=True)
-    ours_s, diffs = [], []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        result = runner.run(request)
-        middle = time.perf_counter()
+    with raw_command("bubblewrap", raw_ws, protected_paths(raw_ws)) as argv:
+        if argv is None:
+            return None
+        runner.run(request)  # warm-up
         subprocess.run(argv, check=True)
-        end = time.perf_counter()
-        if result.exit_code != 0:
-            raise SystemExit(f"bubblewrap: `true` failed: {result.stderr}")
-        ours_s.append(middle - start)
-        diffs.append((middle - start) - (end - middle))
-    return _median_ms(ours_s), _median_ms(diffs), len(protected)
+        ours_s, diffs = [], []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            result = runner.run(request)
+            middle = time.perf_counter()
+            subprocess.run(argv, check=True)
+            end = time.perf_counter()
+            if result.exit_code != 0:
+                raise SystemExit(f"bubblewrap: `true` failed: {result.stderr}")
+            ours_s.append(middle - start)
+            diffs.append((middle - start) - (end - middle))
+    return _median_ms(ours_s), _median_ms(diffs)
 
 
 def masks_and_spawn(name: str, ws: Path, rounds: int, base: float, protected: tuple[Path, ...]) -> None:

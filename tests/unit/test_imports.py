@@ -139,3 +139,25 @@ def test_check_imports_only_what_deciding_needs(tmp_path) -> None:  # type: igno
         m for m in found["modules"] if any(m == p or m.startswith(p + ".") for p in NOT_ON_THE_CHECK_PATH)
     ]
     assert heavy == []
+
+
+def test_the_sandbox_package_names_each_public_name_once_for_both_checkers() -> None:
+    """tether.core.sandbox imports its names on first use (`_HOME`) and lists the same names for the
+    type checker: the two must agree, and each must be what its module defines."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    import tether.core.sandbox as sandbox
+
+    tree = ast.parse(Path(sandbox.__file__).read_text(encoding="utf-8"))
+    for_typing = {
+        (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(sandbox.__name__)
+        for alias in node.names
+    }
+    homes = {(f"{sandbox.__name__}.{home}", name) for name, home in sandbox._HOME.items()}
+    assert for_typing == homes
+    for module, name in homes:
+        assert getattr(sandbox, name) is getattr(importlib.import_module(module), name)

@@ -12,25 +12,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from tether.core.sandbox.base import (
-        NO_ISOLATION_WARNING,
-        BackendStatus,
-        Runner,
-        RunRequest,
-        RunResult,
-    )
-    from tether.core.sandbox.env import hardened_git_env, sandbox_env
-    from tether.core.sandbox.fake import FakeRunner
-    from tether.core.sandbox.probe import (
-        ALL_BACKENDS,
-        STRENGTH_ORDER,
-        auto_choice,
-        make_runner,
-        probe_backend,
-        probe_backends,
-        select_runner,
-    )
+if TYPE_CHECKING:  # for the type checker; at run time `__getattr__` below imports each on first use
+    from tether.core.sandbox.base import NO_ISOLATION_WARNING as NO_ISOLATION_WARNING
+    from tether.core.sandbox.base import BackendStatus as BackendStatus
+    from tether.core.sandbox.base import Runner as Runner
+    from tether.core.sandbox.base import RunRequest as RunRequest
+    from tether.core.sandbox.base import RunResult as RunResult
+    from tether.core.sandbox.env import hardened_git_env as hardened_git_env
+    from tether.core.sandbox.env import sandbox_env as sandbox_env
+    from tether.core.sandbox.fake import FakeRunner as FakeRunner
+    from tether.core.sandbox.probe import ALL_BACKENDS as ALL_BACKENDS
+    from tether.core.sandbox.probe import STRENGTH_ORDER as STRENGTH_ORDER
+    from tether.core.sandbox.probe import auto_choice as auto_choice
+    from tether.core.sandbox.probe import make_runner as make_runner
+    from tether.core.sandbox.probe import probe_backend as probe_backend
+    from tether.core.sandbox.probe import probe_backends as probe_backends
+    from tether.core.sandbox.probe import select_runner as select_runner
 
 _HOME = {
     "NO_ISOLATION_WARNING": "base",
@@ -49,6 +46,7 @@ _HOME = {
     "probe_backends": "probe",
     "select_runner": "probe",
 }
+"""Where each public name lives (the imports above are the same names, for the type checker)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -64,22 +62,3 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
     globals()[name] = value
     return value
-
-
-__all__ = [
-    "ALL_BACKENDS",
-    "NO_ISOLATION_WARNING",
-    "STRENGTH_ORDER",
-    "BackendStatus",
-    "FakeRunner",
-    "RunRequest",
-    "RunResult",
-    "Runner",
-    "auto_choice",
-    "hardened_git_env",
-    "make_runner",
-    "probe_backend",
-    "probe_backends",
-    "sandbox_env",
-    "select_runner",
-]

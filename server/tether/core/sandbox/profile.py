@@ -140,12 +140,12 @@ def check_workspace(request_workspace: Path, cwd: Path) -> str | None:
     workspace given as a relative path or through a symbolic link: the protected paths are found
     under the resolved root, and the backends bind the path as given, so none would be pinned.
     """
-    if not request_workspace.is_absolute() or os.path.realpath(request_workspace) != str(request_workspace):
+    ws = request_workspace
+    if os.path.realpath(ws) != str(ws):  # a relative path resolves to an absolute one: refused too
         return (
-            f"the workspace {request_workspace} is not an absolute path with its symbolic links resolved, "
+            f"the workspace {ws} is not an absolute path with its symbolic links resolved, "
             "so its protected paths could not be pinned (a bug in the caller: please report it)"
         )
-    ws = Path(os.path.realpath(request_workspace))
     if ws == Path("/"):
         return "the workspace is the root directory"
     for home in home_dirs():
