@@ -659,7 +659,7 @@ def test_no_untracked_repository_can_become_a_submodule(tmp_path: Path) -> None:
     index = subprocess.run(
         ["git", "-C", str(workspace), "ls-files", "--stage"], capture_output=True, text=True, check=True
     )
-    assert "160000" not in index.stdout
+    assert not _gitlinks(index.stdout), index.stdout
     # a commit records no new path: it still runs, with the person's leave
     approver = Recorder(ApprovalAnswer("allow_once"), ApprovalAnswer("allow_once"))
     session = open_session(workspace, FaceOverrides(permissions="command"), approver=approver)
@@ -689,7 +689,7 @@ def test_git_operation_add_never_records_an_untracked_repository(tmp_path: Path)
     index = subprocess.run(
         ["git", "-C", str(workspace), "ls-files", "--stage"], capture_output=True, text=True, check=True
     )
-    assert "160000" not in index.stdout
+    assert not _gitlinks(index.stdout), index.stdout
     assert session.gate.call("git_operation", {"operation": "add", "args": ["-u"]}).ok
     subprocess.run(["git", "-C", str(workspace), "status", "-s"], capture_output=True, check=True)
     assert not marker.exists()  # the user's own git never ran the planted program
@@ -707,7 +707,7 @@ def test_git_operation_add_never_records_an_untracked_repository(tmp_path: Path)
     index = subprocess.run(
         ["git", "-C", str(workspace), "ls-files", "--stage"], capture_output=True, text=True, check=True
     )
-    assert "160000" not in index.stdout
+    assert not _gitlinks(index.stdout), index.stdout
     assert index.stdout.startswith("100644 "), index.stdout  # the file's entry is back, not deleted
 
 
@@ -728,7 +728,7 @@ def test_git_operation_add_in_a_linked_worktree_records_no_submodule(tmp_path: P
     index = subprocess.run(
         ["git", "-C", str(worktree), "ls-files", "--stage"], capture_output=True, text=True, check=True
     )
-    assert "160000" not in index.stdout
+    assert not _gitlinks(index.stdout), index.stdout
     shutil.rmtree(worktree / "evil")  # no repository left: a plain add works in a worktree too
     (worktree / "notes.txt").write_text("n\n")
     added = session.gate.call("git_operation", {"operation": "add", "args": ["notes.txt"]})
@@ -782,6 +782,12 @@ def test_git_operation_reads_the_paths_it_was_given_literally(tmp_path: Path) ->
     )
     assert index.stdout == ""
     assert session.gate.call("git_operation", {"operation": "add", "args": ["a.txt"]}).ok
+
+
+def _gitlinks(ls_files_stage: str) -> list[str]:
+    """The submodule entries (mode 160000) of `git ls-files --stage`, read by field, not by substring:
+    a substring could turn up inside an object id."""
+    return [line for line in ls_files_stage.splitlines() if line.split(" ", 1)[0] == "160000"]
 
 
 def _planted_repository(path: Path, marker: Path) -> str:
