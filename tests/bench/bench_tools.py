@@ -4,12 +4,15 @@ Prints medians and ratios against baselines measured in the same run:
 - grep: ripgrep engine vs the pure-Python fallback on the same generated tree;
 - list_files: ripgrep `--files` vs the Python walk;
 - atomic_write (temp + fsync + rename) vs a plain `Path.write_bytes`;
-- proposal create + plan_accept on a 5000-line file vs `difflib.unified_diff` alone.
+- proposal create + plan_accept on a 5000-line file vs `difflib.unified_diff` alone;
+- the audit log's redaction of a 10,000-line file (every write_file's content goes through it) vs
+  `json.dumps` of the same text, which the audit line pays anyway.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import statistics
 import sys
 import tempfile
@@ -22,6 +25,7 @@ sys.path.insert(0, str(ROOT / "server"))
 
 from tether.core import fsutil  # noqa: E402
 from tether.core.proposals import ProposalStore  # noqa: E402
+from tether.core.redact import redact_text  # noqa: E402
 from tether.core.tools.files import list_paths  # noqa: E402
 from tether.core.tools.grep import Query, run_search  # noqa: E402
 
@@ -87,6 +91,19 @@ def main() -> None:
         print(
             f"proposal 5000 lines: difflib alone {raw:.1f} ms, create+plan_accept {full:.1f} ms, "
             f"ratio {full / raw:.1f}x"
+        )
+
+    source = "".join(f"value_{i} = {i}  # some code on line {i}\n" for i in range(10_000))
+    for label, text in (
+        ("ASCII", source),
+        ("with tokens, URLs", source.replace("# some code", "# token https://example.com/x")),
+        ("non-ASCII", source.replace("# some", "# ſome é")),
+    ):
+        encode = median_ms(lambda t=text: json.dumps(t, ensure_ascii=False))
+        redact = median_ms(lambda t=text: redact_text(t))
+        print(
+            f"audit redaction, 10,000 lines {label} ({len(text) // 1000} K chars): "
+            f"json.dumps {encode:.1f} ms, redact_text {redact:.1f} ms, ratio {redact / encode:.1f}x"
         )
 
 
