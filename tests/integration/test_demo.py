@@ -41,6 +41,7 @@ def test_the_demo_runs_every_step_offline(tmp_path: Path) -> None:
     # the network allowlist: an allowed name through the proxy, any other refused
     assert "statistics.fmean(data)" in out
     assert "network.unknown_domain: example.com is not in [network] allowed_domains" in out
+    assert "failed (network), exit 0" in out  # the audit table says why curl's exit 0 is a failure
     # the person in the loop: an ask answered in the editor, then workspace mode
     assert "editor asks: git commit -qam 'fix add'" in out
     assert "The user says: Not yet" in out

@@ -352,7 +352,9 @@ class Demo:
             decision = entry.get("decision") or {}
             result = entry.get("result") or {}
             state = str(entry.get("state", ""))
-            if state in ("executed", "failed") and result.get("exit_code") is not None:
+            if state == "failed" and str(result.get("error", "")).startswith("the network proxy refused"):
+                state = "failed (network)"  # curl without -f exits 0 on the proxy's refusal
+            if state.startswith(("executed", "failed")) and result.get("exit_code") is not None:
                 state = f"{state}, exit {result['exit_code']}"
             table.add_row(
                 str(entry.get("tool")),
