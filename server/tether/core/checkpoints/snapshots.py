@@ -565,12 +565,16 @@ class Checkpoints:
             name = _fast_import_path(rel)
             if stat.S_ISREG(st.st_mode):
                 try:
-                    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+                    # O_NONBLOCK: a FIFO put in the file's place since the lstat must not make the
+                    # open wait for a writer forever, with the store's lock held
+                    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
                 except PermissionError as exc:
                     raise _unreadable(f"{rel}: {exc.strerror}") from exc
                 except OSError:
                     continue  # gone (or swapped for a symlink) since the lstat: the next one sees it
                 try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        continue  # swapped for a FIFO or a device since the lstat: not stored either
                     data = _read_all(fd, st.st_size)
                 except OSError as exc:
                     raise CheckpointError(f"snapshot failed: cannot read {rel}: {exc.strerror}") from exc
