@@ -36,6 +36,7 @@ import os
 import stat
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -53,6 +54,7 @@ _SYMLINK = b"120000"
 _HEAD = 51  # "H 100644 <40 hex digits> 0": tag, mode, object id and stage in `ls-files -v -s`
 _MAX_PATHSPECS = 1000
 _TIMEOUT = 600.0
+_WATCH = 0.5  # how often `finish` looks at the file git hashes now, while it waits
 _WORK_PREFIX = ".index.adopt-"
 T = TypeVar("T")
 
@@ -83,14 +85,31 @@ class Adoption:
         (taken out of the index: the caller adds them as they are on disk). Raises CheckpointError
         when the index cannot be used after all (it is gone again)."""
         try:
-            if not self._checking.wait(_TIMEOUT):
-                self._stop_hashing()  # e.g. stuck opening a FIFO that replaced a file
+            if not self._wait_for_the_check():
+                self._stop_hashing()  # the index is given up: the snapshot starts from scratch
             unverified = self._checking.result()
         except BaseException:
             self.abandon()
             raise
         _marker(self._loc).unlink()
         return unverified
+
+    def _wait_for_the_check(self) -> bool:
+        """Wait for the check and the copy: False after `_TIMEOUT`, or as soon as git is seen twice
+        in a row on the same file that is no longer a regular file. A FIFO put in a file's place
+        since the thread looked at it makes `git hash-object` wait for a writer forever."""
+        deadline = time.monotonic() + _TIMEOUT
+        seen: tuple[int, bytes] | None = None
+        while not self._checking.wait(_WATCH):
+            hasher = self._hasher
+            now = hasher.reading_a_special_file() if hasher is not None else None
+            if now is not None and now == seen:
+                log.info("%s is no longer a regular file: the first checkpoint starts from scratch", now[1])
+                return False
+            seen = now
+            if time.monotonic() > deadline:
+                return False
+        return True
 
     def abandon(self) -> None:
         """Stop and wait for the thread (it must not write the index once the caller lets the lock
@@ -113,7 +132,7 @@ class Adoption:
         files: list[_Entry] = []
         links: list[_Entry] = []
         gone: list[bytes] = []
-        with _Hasher(self._git) as hasher:
+        with _Hasher(self._git, root) as hasher:
             self._hasher = hasher
             for entry in entries:
                 try:
@@ -341,14 +360,21 @@ class _Hasher:
     file's bytes exactly as on disk (in C), in order. A path git would not read back from its line
     as it is (`_plain_line`) gets none: its entry is read again by the snapshot."""
 
-    def __init__(self, git: Git) -> None:
+    def __init__(self, git: Git, root: bytes) -> None:
         self._proc = git.popen("hash-object", "--no-filters", "--stdin-paths")
+        self._root = root
         self._plain: list[bool] = []
+        self._handed: list[bytes] = []  # the paths given to git, in order
         self._out: list[bytes] = []
+        self._answered = 0  # the ids read back so far: git works on `_handed[_answered]`
         assert self._proc.stdout is not None
-        stdout = self._proc.stdout
-        self._reader = threading.Thread(target=lambda: self._out.append(stdout.read()), daemon=True)
+        self._reader = threading.Thread(target=self._read, args=(self._proc.stdout.fileno(),), daemon=True)
         self._reader.start()
+
+    def _read(self, fd: int) -> None:
+        while chunk := os.read(fd, 1 << 16):  # git flushes each id: the count follows its progress
+            self._out.append(chunk)
+            self._answered += chunk.count(b"\n")
 
     def __enter__(self) -> _Hasher:
         return self
@@ -361,10 +387,24 @@ class _Hasher:
         if self._proc.poll() is None:
             self._proc.kill()
 
+    def reading_a_special_file(self) -> tuple[int, bytes] | None:
+        """Which file git is reading now (its place in the order, its path) when that file is no
+        longer a regular file, else None."""
+        index = self._answered
+        if index >= len(self._handed):
+            return None
+        path = self._handed[index]
+        try:
+            mode = os.lstat(self._root + path).st_mode
+        except OSError:
+            return None  # gone: git says so and stops
+        return None if stat.S_ISREG(mode) else (index, path)
+
     def add(self, path: bytes) -> None:
         plain = _plain_line(path)
         self._plain.append(plain)
         if plain:
+            self._handed.append(path)
             assert self._proc.stdin is not None
             with contextlib.suppress(BrokenPipeError):  # git stopped: its exit code says so
                 self._proc.stdin.write(path + b"\n")
