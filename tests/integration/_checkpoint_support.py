@@ -8,7 +8,10 @@ import os
 import stat
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test User",
@@ -162,3 +165,29 @@ def tether(ws: Path, *args: str, home: Path, stdin: str = "") -> subprocess.Comp
         timeout=120,
         check=False,
     )
+
+
+def swap_for_a_fifo_once_looked_at(name: str, looker: str) -> Callable[..., os.stat_result]:
+    """An `os.lstat` that, when the function `looker` looks at the file `name`, answers as the file
+    was and then puts a FIFO in its place: the race between a look at a file and its read, made
+    certain (install it with `monkeypatch.setattr(os, "lstat", ...)`)."""
+    lstat = os.lstat
+
+    def look_then_swap(path: str | bytes, *args: Any, **kwargs: Any) -> os.stat_result:
+        seen = lstat(path, *args, **kwargs)
+        if sys._getframe(1).f_code.co_name == looker and os.fsdecode(path).endswith(f"/{name}"):
+            os.unlink(path)
+            os.mkfifo(path)
+        return seen
+
+    return look_then_swap
+
+
+def wait_or_feed_the_fifo(worker: threading.Thread, fifo: Path, what: str) -> None:
+    """Join `worker`; if it is still stuck after 30 s (not a speed limit: a snapshot of two files
+    waiting on a FIFO never returns by itself), let a writer come and go so it ends, and fail."""
+    worker.join(30)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join()
+        raise AssertionError(f"{what} waited for a writer on a FIFO that replaced a file")

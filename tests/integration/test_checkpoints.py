@@ -9,7 +9,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _checkpoint_support import fingerprint, git, init_repo, listing, snapshot_files, user_git_state
+from _checkpoint_support import (
+    fingerprint,
+    git,
+    init_repo,
+    listing,
+    snapshot_files,
+    swap_for_a_fifo_once_looked_at,
+    user_git_state,
+    wait_or_feed_the_fifo,
+)
 
 from tether.core.checkpoints import Checkpoints
 from tether.core.config import CheckpointSettings, user_state_dir
@@ -937,32 +946,18 @@ def test_a_file_swapped_for_a_fifo_during_the_first_snapshot_is_left_out(
     """The first snapshot looks at each file, then reads it. A FIFO put in a file's place between the
     two must not make the read wait for a writer forever (with the store's lock held): like any FIFO,
     it is left out, and the next snapshot sees what is there then."""
-    import sys
     import threading
 
     ws = tmp_path / "plain"  # not a repository: the first snapshot reads every file itself
     ws.mkdir()
     (ws / "a.txt").write_text("a\n")
     (ws / "pipe").write_text("a file, until the snapshot has looked at it\n")
-    lstat = os.lstat
-
-    def look_then_swap(path: str | bytes, *args: object, **kwargs: object) -> os.stat_result:
-        seen = lstat(path, *args, **kwargs)  # type: ignore[arg-type]
-        if sys._getframe(1).f_code.co_name == "_import_stream" and os.fsdecode(path).endswith("/pipe"):
-            os.unlink(path)
-            os.mkfifo(path)
-        return seen
-
-    monkeypatch.setattr(os, "lstat", look_then_swap)
+    monkeypatch.setattr(os, "lstat", swap_for_a_fifo_once_looked_at("pipe", "_import_stream"))
     store = Checkpoints(ws, CheckpointSettings())
     made: list[object] = []
     worker = threading.Thread(target=lambda: made.append(store.create("first")), daemon=True)
     worker.start()
-    worker.join(30)  # not a speed limit: a snapshot of two files that is stuck on the FIFO never returns
-    if worker.is_alive():
-        os.close(os.open(ws / "pipe", os.O_WRONLY | os.O_NONBLOCK))  # a writer comes and goes: it ends
-        worker.join()
-        pytest.fail("the snapshot waited for a writer on a FIFO that replaced a file")
+    wait_or_feed_the_fifo(worker, ws / "pipe", "the snapshot")
     monkeypatch.undo()
     assert made, "the snapshot failed"
     assert stat.S_ISFIFO(os.lstat(ws / "pipe").st_mode)

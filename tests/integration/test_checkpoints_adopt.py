@@ -16,7 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
-from _checkpoint_support import git, init_repo, user_git_state
+from _checkpoint_support import (
+    git,
+    init_repo,
+    swap_for_a_fifo_once_looked_at,
+    user_git_state,
+    wait_or_feed_the_fifo,
+)
 
 from tether.core.checkpoints import Checkpoint, Checkpoints
 from tether.core.config import CheckpointSettings
@@ -501,28 +507,13 @@ def test_a_tracked_file_swapped_for_a_fifo_while_it_is_checked_starts_from_scrat
     place between the two makes git wait for a writer forever: the wait must end as soon as git is
     seen on it (not after the 600 s timeout), and the first checkpoint start from scratch, which
     leaves the FIFO out."""
-    import sys
-
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n", "pipe": "a file, until the check has looked at it\n"})
     state = user_git_state(repo)
-    lstat = os.lstat
-
-    def look_then_swap(path: str | bytes, *args: object, **kwargs: object) -> os.stat_result:
-        seen = lstat(path, *args, **kwargs)  # type: ignore[arg-type]
-        if sys._getframe(1).f_code.co_name == "_check_and_copy" and os.fsdecode(path).endswith("/pipe"):
-            os.unlink(path)
-            os.mkfifo(path)
-        return seen
-
-    monkeypatch.setattr(os, "lstat", look_then_swap)
+    monkeypatch.setattr(os, "lstat", swap_for_a_fifo_once_looked_at("pipe", "_check_and_copy"))
     made: list[tuple[Checkpoint, bool]] = []
     worker = threading.Thread(target=lambda: made.append(first_checkpoint(repo, caplog)), daemon=True)
     worker.start()
-    worker.join(30)  # not a speed limit: without the watch, git waits on the FIFO for 600 s
-    if worker.is_alive():
-        os.close(os.open(repo / "pipe", os.O_WRONLY | os.O_NONBLOCK))  # a writer comes and goes: git goes on
-        worker.join()
-        pytest.fail("the first checkpoint waited for a writer on a FIFO that replaced a tracked file")
+    wait_or_feed_the_fifo(worker, repo / "pipe", "the first checkpoint")
     monkeypatch.undo()
     assert made, "the first checkpoint failed"
     cp, from_scratch = made[0]
