@@ -232,3 +232,18 @@ def test_any_case_and_unicode_around_a_secret(text: str, secret: str) -> None:
     out = redact_text(text)
     assert secret not in out
     assert out.count(MARK) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("--api-key sekrit", True),
+        ("é--api-key sekrit", True),  # a name is ASCII letters, digits, `_`, `.` and `-`: é ends it
+        ("x--api-key sekrit", False),  # `x--api-key` is not a flag
+        ("x" * 70 + " --api-key sekrit", True),
+        ("a" * 10 + "-" * 64 + "api-key sekrit", True),  # grown back 64 characters at most: `--…`
+        ("a" * 62 + "--api-key sekrit", False),  # 64 characters back reach the `a`s
+    ],
+)
+def test_a_name_is_grown_back_from_its_keyword_over_name_characters_only(text: str, redacted: bool) -> None:
+    assert ("sekrit" not in redact_text(text)) is redacted

@@ -12,6 +12,7 @@ like a secret has its whole value replaced). False positives are accepted; leaks
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,8 +135,8 @@ def redact_credentials(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
-def _is_name_char(ch: str) -> bool:
-    return ch.isascii() and (ch.isalnum() or ch in "_.-")
+_NAME_CHAR_SET = string.ascii_letters + string.digits + "_.-"
+"""What `_NAME_CHARS` matches, for `str.rstrip`: a name is grown back from its keyword in C."""
 
 
 def _redact_assignments(text: str) -> str:
@@ -149,10 +150,8 @@ def _redact_assignments(text: str) -> str:
         if m is None:
             break
         name_end = _NAME_CHARS.match(text, m.end()).end()  # type: ignore[union-attr]
-        start = m.start()
         floor = max(pos, m.start() - _MAX_NAME)
-        while start > floor and _is_name_char(text[start - 1]):
-            start -= 1
+        start = floor + len(text[floor : m.start()].rstrip(_NAME_CHAR_SET))
         name = text[start:name_end]
         value = None
         if name.lstrip("-").lower() not in _NOT_SECRET_KEYS:
