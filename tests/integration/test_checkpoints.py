@@ -964,3 +964,52 @@ def test_a_file_swapped_for_a_fifo_during_the_first_snapshot_is_left_out(
     (ws / "a.txt").write_text("changed\n")
     store.rollback(steps=1)
     assert (ws / "a.txt").read_text() == "a\n"  # the rest of the snapshot was taken
+
+
+def test_a_file_under_a_write_lease_is_waited_for_not_left_out(tmp_path: Path) -> None:
+    """A file server (Samba's oplocks, NFS delegations) holds a write lease on a file: an open for
+    reading waits until the lease is given back. The first snapshot must wait too: a file it left
+    out would be deleted by a rollback to it."""
+    import sys
+    import textwrap
+
+    ws = tmp_path / "plain"  # not a repository: the first snapshot reads every file itself
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    (ws / "doc.txt").write_text("held under a lease\n")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+                import fcntl, os, signal, time
+                fd = os.open({str(ws / "doc.txt")!r}, os.O_RDWR)
+                def give_back(*_):  # what a file server does when the kernel breaks its lease
+                    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+                signal.signal(signal.SIGIO, give_back)
+                try:
+                    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+                except OSError as exc:
+                    print("no lease:", exc, flush=True)
+                else:
+                    print("lease taken", flush=True)
+                time.sleep(60)
+            """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        said = holder.stdout.readline().strip()
+        if said != "lease taken":
+            pytest.skip(f"this file system gives no leases ({said})")
+        store = Checkpoints(ws, CheckpointSettings())
+        store.create("first")
+    finally:
+        holder.kill()
+        holder.wait()
+    (ws / "a.txt").write_text("changed\n")
+    store.rollback(steps=1)
+    assert (ws / "doc.txt").read_text() == "held under a lease\n"
+    assert (ws / "a.txt").read_text() == "a\n"

@@ -97,6 +97,34 @@ def encode_text(text: str, *, bom: bool) -> bytes:
     return ((BOM if bom else "") + text).encode("utf-8")
 
 
+def open_if_regular(path: str | bytes) -> int | None:
+    """A descriptor to read `path` if it is a regular file now; None if it is gone or is something
+    else (a symlink, a FIFO, a socket, a device). Other errors are raised: a file that cannot be
+    read must not pass for one that is not there.
+
+    Why not `O_NONBLOCK`: it keeps a FIFO from making the open wait for a writer, but it also makes
+    the open of a regular file under a write lease (Samba oplocks, NFS delegations) fail at once
+    instead of waiting for the lease to be given back. `O_PATH` opens whatever is there without
+    reading it; once `fstat` says it is a regular file, that same inode is opened for reading
+    through `/proc/self/fd`, blocking as any open of a regular file does.
+    """
+    try:
+        handle = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return None
+        try:
+            return os.open(f"/proc/self/fd/{handle}", os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:  # no /proc: the name again, with the old race between look and open
+            return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    finally:
+        os.close(handle)
+
+
 def read_text(path: Path, display: str, *, max_bytes: int = MAX_TEXT_BYTES) -> TextFile:
     """Read a regular file as text; a missing file gives an empty TextFile with exists=False."""
     try:

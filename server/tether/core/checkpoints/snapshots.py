@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from tether.core import fsutil
 from tether.core.checkpoints import restore, seed
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS, regenerated_dir
 from tether.core.checkpoints.store import (
@@ -58,6 +59,11 @@ DISABLED_MESSAGE = (
     "checkpoints are disabled (git_enabled = false): this call was not snapshotted "
     "and rollback is unavailable for it"
 )
+_READS_FILES = 600.0
+"""Seconds a git that reads the work tree's files may take (status, update-index): a FIFO put in a
+file's place between git's own look at the file and its open would make it wait for a writer
+forever, with the store's lock held. Far above any real run (0.5 s for 250,000 files)."""
+
 _UNPROCESSABLE = re.compile(rb"(?m)^fatal: Unable to process path (.+)$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAINTENANCE_EVERY = 10
@@ -318,13 +324,13 @@ class Checkpoints:
         unverified: list[str] = []
         try:
             try:
-                status = git.run(*status_args)
+                status = git.run(*status_args, timeout=_READS_FILES)
             except CheckpointError as exc:
                 if "index" not in str(exc) or adoption is not None:
                     raise
                 # the private index is only a cache (e.g. torn by a power cut): rebuild it from scratch
                 loc.index.unlink(missing_ok=True)
-                status = git.run(*status_args)
+                status = git.run(*status_args, timeout=_READS_FILES)
             if adoption is not None:
                 # entries the user's index got wrong are out of it now: recorded as they are on disk
                 unverified = adoption.finish()
@@ -541,7 +547,7 @@ class Checkpoints:
             git.run("read-tree", tree)  # refuses a path git never stores (`.GIT/x`): the checkpoint fails
         finally:
             git.run("update-ref", "-d", _IMPORT_REF, ok_codes=(0, 1))
-        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1))  # 1: some changed meanwhile
+        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1), timeout=_READS_FILES)  # 1: changed since
         return nested
 
     def _import_stream(
@@ -565,16 +571,16 @@ class Checkpoints:
             name = _fast_import_path(rel)
             if stat.S_ISREG(st.st_mode):
                 try:
-                    # O_NONBLOCK: a FIFO put in the file's place since the lstat must not make the
-                    # open wait for a writer forever, with the store's lock held
-                    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                    # not a plain open: a FIFO put in the file's place since the lstat would make it
+                    # wait for a writer forever, with the store's lock held
+                    fd = fsutil.open_if_regular(full)
                 except PermissionError as exc:
                     raise _unreadable(f"{rel}: {exc.strerror}") from exc
-                except OSError:
-                    continue  # gone (or swapped for a symlink) since the lstat: the next one sees it
+                except OSError as exc:
+                    raise CheckpointError(f"snapshot failed: cannot open {rel}: {exc.strerror}") from exc
+                if fd is None:
+                    continue  # gone, or a symlink or FIFO now, since the lstat: the next one sees it
                 try:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode):
-                        continue  # swapped for a FIFO or a device since the lstat: not stored either
                     data = _read_all(fd, st.st_size)
                 except OSError as exc:
                     raise CheckpointError(f"snapshot failed: cannot read {rel}: {exc.strerror}") from exc
@@ -770,7 +776,7 @@ def _update_index(git: Git, add: builtins.list[str], workspace: Path) -> tuple[l
         # is the user's too and is snapshotted like any other file
         result = indexer.run(
             "update-index", "--add", "--remove", "--replace", "-z", "--stdin",
-            input=b"".join(os.fsencode(p) + b"\0" for p in add), ok_codes=(0, 128),
+            input=b"".join(os.fsencode(p) + b"\0" for p in add), ok_codes=(0, 128), timeout=_READS_FILES,
         )  # fmt: skip
         if result.returncode == 0:
             break
