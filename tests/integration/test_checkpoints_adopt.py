@@ -519,5 +519,61 @@ def test_a_tracked_file_swapped_for_a_fifo_while_it_is_checked_starts_from_scrat
     cp, from_scratch = made[0]
     assert from_scratch
     assert store_blob(repo, cp.commit, "a.txt") == b"a\n"
-    assert "is no longer a regular file" in caplog.text
+    assert "is no longer the file it was" in caplog.text
     assert user_git_state(repo) == state
+
+
+def _git_waiting_on_a_fifo(repo: Path) -> int | None:
+    """The pid of a `git hash-object` working in `repo` that waits in the open of a FIFO."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = Path(entry.path, "cmdline").read_bytes()
+            waiting = Path(entry.path, "wchan").read_text() == "wait_for_partner"
+            here = os.readlink(Path(entry.path, "cwd")) == str(repo)
+        except OSError:
+            continue
+        if b"hash-object" in argv and here and waiting:
+            return int(entry.name)
+    return None
+
+
+@pytest.mark.parametrize("then", ["removed", "replaced"])
+def test_git_stuck_on_a_fifo_is_seen_after_the_fifo_is_gone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    """Once git waits in the open of a FIFO, it waits for that FIFO, even when its path is then
+    removed or names another file: the watch must still see that git no longer reads the file it
+    was given."""
+    import signal
+
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n", "pipe": "a file, until the check has looked at it\n"})
+    monkeypatch.setattr(os, "lstat", swap_for_a_fifo_once_looked_at("pipe", "_check_and_copy"))
+    made: list[tuple[Checkpoint, bool]] = []
+    worker = threading.Thread(target=lambda: made.append(first_checkpoint(repo, caplog)), daemon=True)
+    worker.start()
+    pid = None
+    for _ in range(400):
+        pid = _git_waiting_on_a_fifo(repo)
+        if pid is not None or not worker.is_alive():
+            break
+        time.sleep(0.005)
+    if pid is None:
+        worker.join()
+        pytest.skip("git was not seen waiting on the FIFO (/proc/<pid>/wchan)")
+    if then == "removed":
+        os.unlink(repo / "pipe")
+    else:
+        (repo / "pipe.new").write_text("another file\n")
+        os.rename(repo / "pipe.new", repo / "pipe")
+    worker.join(30)  # not a speed limit: without the watch, git waits 600 s
+    if worker.is_alive():
+        os.kill(pid, signal.SIGKILL)
+        worker.join()
+        pytest.fail(f"the first checkpoint still waited on the FIFO after it was {then}")
+    monkeypatch.undo()
+    assert made, "the first checkpoint failed"
+    cp, from_scratch = made[0]
+    assert from_scratch
+    assert store_blob(repo, cp.commit, "a.txt") == b"a\n"

@@ -96,15 +96,17 @@ class Adoption:
 
     def _wait_for_the_check(self) -> bool:
         """Wait for the check and the copy: False after `_TIMEOUT`, or as soon as git is seen twice
-        in a row on the same file that is no longer a regular file. A FIFO put in a file's place
-        since the thread looked at it makes `git hash-object` wait for a writer forever."""
+        in a row on the same file whose path no longer names what git was given. A FIFO put in a
+        file's place since the thread looked at it makes `git hash-object` wait for a writer
+        forever, also once the FIFO is removed or replaced. (A big file rewritten while git hashes
+        it can look the same: the index is then given up for nothing, which costs only time.)"""
         deadline = time.monotonic() + _TIMEOUT
         seen: tuple[int, bytes] | None = None
         while not self._checking.wait(_WATCH):
             hasher = self._hasher
-            now = hasher.reading_a_special_file() if hasher is not None else None
+            now = hasher.reading_a_changed_file() if hasher is not None else None
             if now is not None and now == seen:
-                log.info("%s is no longer a regular file: the first checkpoint starts from scratch", now[1])
+                log.info("%s is no longer the file it was: the first checkpoint starts from scratch", now[1])
                 return False
             seen = now
             if time.monotonic() > deadline:
@@ -147,7 +149,7 @@ class Adoption:
                         self.too_big.append(os.fsdecode(entry.path))
                     else:
                         files.append(entry)
-                        hasher.add(entry.path)
+                        hasher.add(entry.path, (st.st_dev, st.st_ino))
                 else:
                     gone.append(entry.path)
             if self.too_big or gone:
@@ -364,7 +366,7 @@ class _Hasher:
         self._proc = git.popen("hash-object", "--no-filters", "--stdin-paths")
         self._root = root
         self._plain: list[bool] = []
-        self._handed: list[bytes] = []  # the paths given to git, in order
+        self._handed: list[tuple[bytes, tuple[int, int]]] = []  # paths given to git, with their inode
         self._out: list[bytes] = []
         self._answered = 0  # the ids read back so far: git works on `_handed[_answered]`
         assert self._proc.stdout is not None
@@ -387,24 +389,26 @@ class _Hasher:
         if self._proc.poll() is None:
             self._proc.kill()
 
-    def reading_a_special_file(self) -> tuple[int, bytes] | None:
-        """Which file git is reading now (its place in the order, its path) when that file is no
-        longer a regular file, else None."""
+    def reading_a_changed_file(self) -> tuple[int, bytes] | None:
+        """Which file git is reading now (its place in the order, its path) when its path no longer
+        names the regular file that was handed to git (gone, of another type, another file), else
+        None. A FIFO that git is waiting on stays in its way when the path changes again."""
         index = self._answered
         if index >= len(self._handed):
             return None
-        path = self._handed[index]
+        path, handed = self._handed[index]
         try:
-            mode = os.lstat(self._root + path).st_mode
+            now = os.lstat(self._root + path)
         except OSError:
-            return None  # gone: git says so and stops
-        return None if stat.S_ISREG(mode) else (index, path)
+            return (index, path)
+        same = stat.S_ISREG(now.st_mode) and (now.st_dev, now.st_ino) == handed
+        return None if same else (index, path)
 
-    def add(self, path: bytes) -> None:
+    def add(self, path: bytes, inode: tuple[int, int]) -> None:
         plain = _plain_line(path)
         self._plain.append(plain)
         if plain:
-            self._handed.append(path)
+            self._handed.append((path, inode))
             assert self._proc.stdin is not None
             with contextlib.suppress(BrokenPipeError):  # git stopped: its exit code says so
                 self._proc.stdin.write(path + b"\n")
