@@ -352,8 +352,10 @@ class Demo:
             decision = entry.get("decision") or {}
             result = entry.get("result") or {}
             state = str(entry.get("state", ""))
+            # faces do not import tools: this is how tools/bash.py's PROXY_REFUSED starts (test_demo
+            # fails if they drift); curl without -f exits 0 on the proxy's refusal
             if state == "failed" and str(result.get("error", "")).startswith("the network proxy refused"):
-                state = "failed (network)"  # curl without -f exits 0 on the proxy's refusal
+                state = "failed (network)"
             if state.startswith(("executed", "failed")) and result.get("exit_code") is not None:
                 state = f"{state}, exit {result['exit_code']}"
             table.add_row(

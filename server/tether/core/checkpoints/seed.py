@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS, regenerated_dir
-from tether.core.checkpoints.store import Location, store_git
+from tether.core.checkpoints.store import GIT_STUCK_AFTER, Location, store_git
 from tether.core.config import CheckpointSettings
 from tether.core.gitcmd import Git, head_commit
 from tether.errors import CheckpointError
@@ -53,7 +53,6 @@ _GITLINK = b"160000"
 _SYMLINK = b"120000"
 _HEAD = 51  # "H 100644 <40 hex digits> 0": tag, mode, object id and stage in `ls-files -v -s`
 _MAX_PATHSPECS = 1000
-_TIMEOUT = 600.0
 _WATCH = 0.5  # how often `finish` looks at the file git hashes now, while it waits
 _WORK_PREFIX = ".index.adopt-"
 T = TypeVar("T")
@@ -95,12 +94,12 @@ class Adoption:
         return unverified
 
     def _wait_for_the_check(self) -> bool:
-        """Wait for the check and the copy: False after `_TIMEOUT`, or as soon as git is seen twice
-        in a row on the same file whose path no longer names what git was given. A FIFO put in a
+        """Wait for the check and the copy: False after `GIT_STUCK_AFTER`, or as soon as git is seen
+        twice in a row on the same file whose path no longer names what git was given. A FIFO put in a
         file's place since the thread looked at it makes `git hash-object` wait for a writer
         forever, also once the FIFO is removed or replaced. (A big file rewritten while git hashes
         it can look the same: the index is then given up for nothing, which costs only time.)"""
-        deadline = time.monotonic() + _TIMEOUT
+        deadline = time.monotonic() + GIT_STUCK_AFTER
         seen: tuple[int, bytes] | None = None
         while not self._checking.wait(_WATCH):
             hasher = self._hasher
@@ -418,7 +417,7 @@ class _Hasher:
         with contextlib.suppress(BrokenPipeError):
             self._proc.stdin.close()
         try:
-            code = self._proc.wait(timeout=_TIMEOUT)
+            code = self._proc.wait(timeout=GIT_STUCK_AFTER)
         except subprocess.TimeoutExpired as exc:
             raise CheckpointError("git hash-object took too long") from exc
         self._reader.join()
@@ -457,7 +456,7 @@ def _copy_objects(loc: Location, git: Git) -> None:
     reader.run(
         "pack-objects", "-q", "--revs", "--indexed-objects", "--window=0",
         str(loc.store / "objects" / "pack" / "pack"),
-        input=b"", timeout=_TIMEOUT,
+        input=b"", timeout=GIT_STUCK_AFTER,
     )  # fmt: skip
 
 

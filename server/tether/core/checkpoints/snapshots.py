@@ -37,6 +37,7 @@ from tether.core import fsutil
 from tether.core.checkpoints import restore, seed
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS, regenerated_dir
 from tether.core.checkpoints.store import (
+    GIT_STUCK_AFTER,
     Location,
     ensure_store,
     ensure_user_exclude,
@@ -59,11 +60,6 @@ DISABLED_MESSAGE = (
     "checkpoints are disabled (git_enabled = false): this call was not snapshotted "
     "and rollback is unavailable for it"
 )
-_READS_FILES = 600.0
-"""Seconds a git that reads the work tree's files may take (status, update-index): a FIFO put in a
-file's place between git's own look at the file and its open would make it wait for a writer
-forever, with the store's lock held. Far above any real run (0.5 s for 250,000 files)."""
-
 _UNPROCESSABLE = re.compile(rb"(?m)^fatal: Unable to process path (.+)$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAINTENANCE_EVERY = 10
@@ -324,13 +320,13 @@ class Checkpoints:
         unverified: list[str] = []
         try:
             try:
-                status = git.run(*status_args, timeout=_READS_FILES)
+                status = git.run(*status_args, timeout=GIT_STUCK_AFTER)
             except CheckpointError as exc:
                 if "index" not in str(exc) or adoption is not None:
                     raise
                 # the private index is only a cache (e.g. torn by a power cut): rebuild it from scratch
                 loc.index.unlink(missing_ok=True)
-                status = git.run(*status_args, timeout=_READS_FILES)
+                status = git.run(*status_args, timeout=GIT_STUCK_AFTER)
             if adoption is not None:
                 # entries the user's index got wrong are out of it now: recorded as they are on disk
                 unverified = adoption.finish()
@@ -547,7 +543,8 @@ class Checkpoints:
             git.run("read-tree", tree)  # refuses a path git never stores (`.GIT/x`): the checkpoint fails
         finally:
             git.run("update-ref", "-d", _IMPORT_REF, ok_codes=(0, 1))
-        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1), timeout=_READS_FILES)  # 1: changed since
+        # exit 1: some files changed since the import
+        git.run("update-index", "-q", "--refresh", ok_codes=(0, 1), timeout=GIT_STUCK_AFTER)
         return nested
 
     def _import_stream(
@@ -776,7 +773,7 @@ def _update_index(git: Git, add: builtins.list[str], workspace: Path) -> tuple[l
         # is the user's too and is snapshotted like any other file
         result = indexer.run(
             "update-index", "--add", "--remove", "--replace", "-z", "--stdin",
-            input=b"".join(os.fsencode(p) + b"\0" for p in add), ok_codes=(0, 128), timeout=_READS_FILES,
+            input=b"".join(os.fsencode(p) + b"\0" for p in add), ok_codes=(0, 128), timeout=GIT_STUCK_AFTER,
         )  # fmt: skip
         if result.returncode == 0:
             break

@@ -33,6 +33,12 @@ from typing import Literal
 from tether.core.gitcmd import Git
 from tether.errors import CheckpointError, CheckpointRefused
 
+GIT_STUCK_AFTER = 600.0
+"""Seconds after which a git run of a snapshot is taken for stuck and stopped, far above any real
+run (0.5 s of status for 250,000 files): a git that reads the work tree waits for a writer forever
+when a FIFO takes a file's place between its look at the file and its open, with the store's lock
+held."""
+
 STORE_ATTRIBUTES = (
     b"# written by tether: store exact bytes, never run filters\n"
     b"* -text -filter -ident -working-tree-encoding\n"

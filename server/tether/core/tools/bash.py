@@ -37,6 +37,9 @@ from tether.core.tools.inputs import Prepared, failure, resolve, validate
 from tether.errors import CheckpointError, PolicyDenied, SandboxError, SandboxUnavailable, ToolInputError
 
 TRUNCATION_SUGGESTION = "Use output filtering or pagination"
+PROXY_REFUSED = "the network proxy refused"
+"""How a refused connection's note starts: it makes the call fail (curl exits 0 on the proxy's 403),
+and the demo's audit table names it."""
 _SHELL_CHARS = frozenset("|&;<>()$`\\\"'*?[]{}~#\n")
 
 SPEC = ToolSpec(
@@ -506,7 +509,7 @@ def _run_checked(ctx: ToolContext, plan: Plan, runner: Runner, masked: tuple[Pat
     finally:
         if watch is not None:
             watch.discard()
-    refusals = [n for n in network_notes if n.startswith("the network proxy refused")]
+    refusals = [n for n in network_notes if n.startswith(PROXY_REFUSED)]
     if refusals and outcome.ok:  # curl without -f exits 0 on the proxy's 403: the command did not get it
         error = refusals[0] + (f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else "")
         outcome.ok = False
@@ -552,7 +555,7 @@ def _network(ctx: ToolContext, plan: Plan, backend: str) -> Iterator[tuple[RunRe
     def record(connection: dict[str, Any]) -> None:
         if connection.get("decision") != "allow":
             notes.append(
-                f"the network proxy refused {connection.get('host')}:{connection.get('port')} "
+                f"{PROXY_REFUSED} {connection.get('host')}:{connection.get('port')} "
                 f"({connection.get('rule')}): {connection.get('reason') or connection.get('error')}"
             )
         if ctx.on_network is not None:
