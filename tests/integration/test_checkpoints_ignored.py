@@ -229,3 +229,88 @@ def test_write_file_refuses_a_file_the_checkpoint_could_not_take(tmp_path: Path)
     assert result["isError"] is True
     assert "rollback could not restore it" in result["text"]
     assert (repo / "big.log").read_text() == "y" * 5000
+
+
+# --- names git cannot store (`.GIT/x`, `git~1`) ----------------------------------------------------------
+
+UNSTORABLE = {".GIT/x": "upper-case git dir\n", "git~1": "an NTFS short name\n", "src/.git.": "dotted\n"}
+
+
+def _unstorable_files(root: Path) -> None:
+    for rel, text in UNSTORABLE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+@pytest.mark.parametrize("kind", ["repository", "plain directory"])
+def test_a_name_git_cannot_store_is_reported_and_never_touched_by_rollback(tmp_path: Path, kind: str) -> None:
+    """In a plain directory every checkpoint used to fail (`read-tree`: invalid path), refusing every
+    call that changes the workspace; in a repository git dropped the file without a word."""
+    if kind == "repository":
+        root = workspace(tmp_path / "ws")
+    else:
+        root = tmp_path / "plain"
+        root.mkdir()
+        (root / "a.txt").write_text("a\n")
+    _unstorable_files(root)
+    store = Checkpoints(root, CheckpointSettings())
+    first = store.create("t")
+    assert set(UNSTORABLE) <= set(first.uncovered)
+    assert any("git cannot store these names" in w and "git~1" in w for w in first.warnings)
+    (root / "git~1").write_text("changed after the checkpoint\n")
+    (root / "b.txt").write_text("new\n")
+    plan, before = store.rollback(steps=1)
+    assert plan.deleted == ("b.txt",)
+    assert "git~1" in before.uncovered
+    assert (root / "git~1").read_text() == "changed after the checkpoint\n"
+    assert (root / ".GIT" / "x").read_text() == UNSTORABLE[".GIT/x"]
+
+
+@pytest.mark.usefixtures("sandboxed")
+@pytest.mark.parametrize("command", ["echo oops > git~1", "rm -f src/.git.", "truncate -s 0 git~1"])
+def test_a_name_git_cannot_store_is_read_only_to_commands(tmp_path: Path, command: str) -> None:
+    repo = workspace(tmp_path / "ws")
+    _unstorable_files(repo)
+    done = tether(repo, "run", "--json", "--permissions", "workspace", command, home=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["state"] in ("executed", "failed"), result
+    assert any("git cannot store these names" in w for w in result.get("warnings", [])), result
+    for rel, text in UNSTORABLE.items():
+        assert (repo / rel).read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("git~1", "git cannot store a file named git~1"),  # exists: no checkpoint holds it
+        ("src/.git.", "git cannot store a file named src/.git."),
+        ("GIT~1.", "git cannot store a file named GIT~1."),  # new: rollback could not delete it
+        (".GIT/new.txt", "is a protected file"),  # the policy's answer comes first
+    ],
+)
+def test_write_file_refuses_a_name_git_cannot_store(tmp_path: Path, name: str, why: str) -> None:
+    repo = workspace(tmp_path / "ws")
+    _unstorable_files(repo)
+    tool_input = json.dumps({"path": name, "content": "written\n"})
+    done = tether(repo, "tool", "write_file", "--permissions", "all", "--input", tool_input, home=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["isError"] is True, result
+    assert why in result["text"]
+    assert (repo / name).exists() == (name in UNSTORABLE)
+    if name in UNSTORABLE:
+        assert (repo / name).read_text() == UNSTORABLE[name]
+
+
+def test_a_name_git_ignores_at_staging_is_reported_not_dropped(tmp_path: Path) -> None:
+    """Should a git's rule ever differ from `git_can_store`, `update-index` says "Ignoring path" and
+    goes on: the name comes back as left out, for the checkpoint to report."""
+    from tether.core.checkpoints.snapshots import _update_index
+    from tether.core.checkpoints.store import locate, store_git
+
+    repo = workspace(tmp_path / "ws")
+    _unstorable_files(repo)
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    git = store_git(locate(repo, tmp_path / "state"))
+    nested, vanished, refused = _update_index(git, ["README.md", "git~1", "notes.txt"], repo)
+    assert (nested, vanished, refused) == ([], [], ["git~1"])

@@ -39,6 +39,9 @@ FIXED_CONFIG: tuple[str, ...] = (
     "core.symlinks=true",
     "core.fileMode=true",
     "core.ignoreCase=false",
+    # which names git refuses to store: `tether.core.gitnames` holds the same rule
+    "core.protectNTFS=true",
+    "core.protectHFS=false",
     "core.quotePath=false",
     "core.pager=cat",
     "core.splitIndex=false",

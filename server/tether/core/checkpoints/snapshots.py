@@ -51,6 +51,7 @@ from tether.core.checkpoints.store import (
 )
 from tether.core.config import CheckpointSettings, user_state_dir
 from tether.core.gitcmd import Git, head_commit
+from tether.core.gitnames import git_can_store
 from tether.core.placeholders import recorded_placeholders
 from tether.core.redact import redact_text
 from tether.errors import CheckpointError, CheckpointRefused
@@ -83,8 +84,8 @@ class Checkpoint:
     @property
     def uncovered(self) -> tuple[str, ...]:
         """Skipped paths that rollback could neither restore nor delete and nobody chose to leave
-        out: files over the size budget and nested repositories without a commit (not the user's
-        `exclude:` patterns, not `regenerated:` build outputs)."""
+        out: files over the size budget, nested repositories without a commit and names git cannot
+        store (not the user's `exclude:` patterns, not `regenerated:` build outputs)."""
         return tuple(s for s in self.skipped if not s.startswith(("exclude:", "regenerated:")))
 
     def to_json(self) -> dict[str, object]:
@@ -375,6 +376,7 @@ class Checkpoints:
         # The sandbox's placeholders, for a command running now: never recorded, and out of the
         # index whatever the status says (one recorded earlier, unchanged, is not in the status).
         placeholders = self._placeholders()
+        unstorable: list[str] = []
         for i, entry in enumerate(candidates):
             rel = entry.rstrip("/")
             candidates[i] = rel
@@ -389,12 +391,18 @@ class Checkpoints:
                 except OSError:
                     add.append(rel)  # deleted since the status: `--remove` records the deletion
                     continue
+                if not git_can_store(rel, symlink=stat.S_ISLNK(st.st_mode)):
+                    # `.GIT/x`, `git~1`: update-index would drop it without a word, read-tree fail
+                    unstorable.append(rel)
+                    continue
                 if stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
                     big.append(rel)
                     continue
                 repository = stat.S_ISDIR(st.st_mode) and os.path.lexists(f"{self.workspace}/{rel}/.git")
             if not repository:
                 add.append(rel)
+            elif not git_can_store(rel):
+                unstorable.append(rel)
             elif (head := head_commit(self.workspace / rel)) is not None:
                 add.append(rel)
                 heads[rel] = head  # listed with the gitlinks, so that losing its `.git` later is seen
@@ -410,8 +418,9 @@ class Checkpoints:
             # where the import reads it twice (20k files: 460 against 560 ms)
             nested += self._import(git, add, heads)
         else:
-            more_nested, vanished = _update_index(git, add, self.workspace)
+            more_nested, vanished, refused = _update_index(git, add, self.workspace)
             nested += more_nested
+            unstorable += refused
         big = sorted(set(big))  # an adopted one is also untracked in the status now
         removals = big + nested + vanished + sorted(placeholders)
         gitlinks.update(heads)
@@ -436,9 +445,15 @@ class Checkpoints:
             )
         if nested:
             warnings.append("nested repositories without a commit were skipped: " + ", ".join(sorted(nested)))
+        if unstorable:
+            warnings.append(
+                "not snapshotted (git cannot store these names; rollback will neither restore nor delete "
+                "them): " + ", ".join(sorted(unstorable))
+            )
         skipped = (
             *sorted(big),
             *sorted(nested),
+            *sorted(unstorable),
             *(f"exclude:{p}" for p in self.settings.exclude),
             *(f"regenerated:{d}" for d in sorted(regenerated)),
         )
@@ -753,10 +768,14 @@ def _unreadable(detail: str) -> CheckpointRefused:
     )
 
 
-def _update_index(git: Git, add: builtins.list[str], workspace: Path) -> tuple[list[str], list[str]]:
+def _update_index(
+    git: Git, add: builtins.list[str], workspace: Path
+) -> tuple[list[str], list[str], list[str]]:
     """Stage `add` (sorted) in the private index; returns the paths left out after all: directories
-    that turned out to be nested repositories without a commit, and paths that vanished or became
-    something git cannot store since the status. Anything else that fails is a CheckpointError.
+    that turned out to be nested repositories without a commit, paths that vanished or became
+    something git cannot store since the status, and names git refused although `git_can_store`
+    took them (a git whose rule differs: reported, never dropped in silence). Anything else that
+    fails is a CheckpointError.
 
     Many new files (an unpacked archive, a rebuilt index) are streamed into one pack (git's bulk
     check-in, enabled by a tiny `core.bigFileThreshold`) instead of a loose object file each.
@@ -776,7 +795,10 @@ def _update_index(git: Git, add: builtins.list[str], workspace: Path) -> tuple[l
             input=b"".join(os.fsencode(p) + b"\0" for p in add), ok_codes=(0, 128), timeout=GIT_STUCK_AFTER,
         )  # fmt: skip
         if result.returncode == 0:
-            break
+            refused = []
+            if b"Ignoring path " in result.stderr:
+                refused = [p for p in add if b"Ignoring path " + os.fsencode(p) + b"\n" in result.stderr]
+            return nested, vanished, refused
         _refuse_unreadable(result.stderr)
         failed = _UNPROCESSABLE.search(result.stderr)
         unprocessable = os.fsdecode(failed.group(1)) if failed else ""
@@ -793,7 +815,7 @@ def _update_index(git: Git, add: builtins.list[str], workspace: Path) -> tuple[l
         else:
             raise CheckpointError(f"snapshot failed: git update-index: {result.err_text}")
         add.remove(unprocessable)
-    return nested, vanished
+    return nested, vanished, []
 
 
 def _recorded_gitlinks(loc: Location, git: Git) -> set[str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.core import diff, fsutil
+from tether.core.gitnames import git_can_store
 from tether.core.redact import CREDENTIAL_MARK
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.inputs import Prepared, ResolvedPath, resolve, validate
@@ -103,6 +104,12 @@ def prepared_edit(ctx: ToolContext, edit: FileEdit) -> Prepared:
         return ToolOutcome(ok=True, result=result, text=proposal.render_dry_run(), proposal=proposal)
 
     def execute() -> ToolOutcome:
+        if ctx.config.checkpoints.enabled and not git_can_store(rel):
+            raise ToolInputError(
+                f"Error: git cannot store a file named {rel} (a `.git` or `git~1` part, in any case), so no "
+                "checkpoint could hold it and rollback could not undo this write: nothing was written. "
+                "Choose another name"
+            )
         if edit.target.path in ctx.not_checkpointed:
             limit = ctx.config.checkpoints.max_file_bytes / 1_000_000
             raise ToolInputError(
