@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _checkpoint_support import init_repo, listing, snapshot_files, tether, user_git_state
+from _checkpoint_support import git, init_repo, listing, snapshot_files, tether, user_git_state
 
-from tether.core.checkpoints import Checkpoints
+from tether.core.checkpoints import Checkpoint, Checkpoints
 from tether.core.checkpoints.regenerated import regenerated_dir
 from tether.core.config import CheckpointSettings
 from tether.core.sandbox import auto_choice
@@ -255,7 +255,7 @@ def test_a_name_git_cannot_store_is_reported_and_never_touched_by_rollback(tmp_p
     _unstorable_files(root)
     store = Checkpoints(root, CheckpointSettings())
     first = store.create("t")
-    assert set(UNSTORABLE) <= set(first.uncovered)
+    assert {".GIT", "git~1", "src/.git."} <= set(first.uncovered)  # `.GIT/x` by its refused part
     assert any("git cannot store these names" in w and "git~1" in w for w in first.warnings)
     (root / "git~1").write_text("changed after the checkpoint\n")
     (root / "b.txt").write_text("new\n")
@@ -314,3 +314,102 @@ def test_a_name_git_ignores_at_staging_is_reported_not_dropped(tmp_path: Path) -
     git = store_git(locate(repo, tmp_path / "state"))
     nested, vanished, refused = _update_index(git, ["README.md", "git~1", "notes.txt"], repo)
     assert (nested, vanished, refused) == ([], [], ["git~1"])
+
+
+def test_a_gitmodules_symlink_and_a_repository_named_git_1_in_a_plain_directory(tmp_path: Path) -> None:
+    """The first snapshot of a plain directory (fast-import, then read-tree) failed on either."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    os.symlink("a.txt", root / ".gitmodules")
+    init_repo(root / "GIT~1", {"f.txt": "nested\n"})
+    cp = Checkpoints(root, CheckpointSettings()).create("t")
+    assert {".gitmodules", "GIT~1"} <= set(cp.uncovered)
+    assert "a.txt" in snapshot_files_of(root, cp)
+
+
+def snapshot_files_of(root: Path, cp: Checkpoint) -> list[str]:
+    from tether.core.checkpoints.store import locate, store_git
+    from tether.core.config import user_state_dir
+
+    git = store_git(locate(root, user_state_dir()))
+    return git.run("ls-tree", "-r", "--name-only", cp.commit).stdout.decode().split("\n")
+
+
+def test_a_directory_of_unstorable_files_is_one_path(tmp_path: Path) -> None:
+    """30,000 files under `GIT~1/` were 30,000 warnings and 30,000 sandbox mounts (the command line
+    grew past the kernel's limit): the refused part is named, and held, once."""
+    repo = workspace(tmp_path / "ws")
+    (repo / "GIT~1" / "deep").mkdir(parents=True)
+    for i in range(200):
+        (repo / "GIT~1" / "deep" / f"f{i}.txt").write_text(f"{i}\n")
+    cp = Checkpoints(repo, CheckpointSettings()).create("t")
+    assert [p for p in cp.uncovered if "GIT~1" in p] == ["GIT~1"]
+    assert sum(w.count("GIT~1") for w in cp.warnings) == 1
+
+
+def test_a_file_that_became_a_gitmodules_symlink_leaves_the_snapshot(tmp_path: Path) -> None:
+    """The index held the regular `.gitmodules` it was; left there, every later snapshot kept it and
+    a rollback wrote it back over the user's symlink."""
+    repo = init_repo(tmp_path / "r", {".gitmodules": "B\n", "a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings())
+    store.create("t")
+    (repo / ".gitmodules").unlink()
+    os.symlink("a.txt", repo / ".gitmodules")
+    second = store.create("t")
+    assert ".gitmodules" in second.uncovered
+    assert ".gitmodules" not in snapshot_files(repo, second.commit)
+    (repo / "a.txt").write_text("changed\n")
+    plan, _ = store.rollback(steps=1)
+    assert plan.restored == ("a.txt",)
+    assert os.readlink(repo / ".gitmodules") == "a.txt"
+
+
+def test_an_index_holding_a_name_git_refuses_is_not_adopted(tmp_path: Path) -> None:
+    """Committed with `core.protectNTFS` off: adopted, the private index could never drop it, and
+    a rollback claimed to cover a file no snapshot could restore."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    (repo / "git~1").write_text("the user's\n")
+    git(repo, "-c", "core.protectNTFS=false", "add", "git~1")
+    git(repo, "-c", "core.protectNTFS=false", "commit", "-q", "-m", "x")
+    cp = Checkpoints(repo, CheckpointSettings()).create("t")
+    assert "git~1" in cp.uncovered
+    assert "git~1" not in snapshot_files(repo, cp.commit)
+    assert "a.txt" in snapshot_files(repo, cp.commit)
+
+
+@pytest.mark.usefixtures("sandboxed")
+def test_a_dangling_unstorable_symlink_does_not_stop_commands(tmp_path: Path) -> None:
+    """The sandbox cannot hold a symlink in place: protected, `sub/git~1 -> x` refused every
+    command that writes. It stays writable, and the checkpoint's warning names it."""
+    repo = workspace(tmp_path / "ws")
+    (repo / "sub").mkdir()
+    os.symlink("x", repo / "sub" / "git~1")
+    done = tether(repo, "run", "--json", "--permissions", "workspace", "touch made.txt", home=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["state"] == "executed", result
+    assert any("sub/git~1" in w for w in result.get("warnings", [])), result
+    assert (repo / "made.txt").exists()
+
+
+def test_an_entry_git_will_not_remove_drops_the_private_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should a git's rule differ from `git_can_store`, an entry it refuses to name would stay in
+    every snapshot: the private index (a cache) goes, loudly, and the next snapshot rebuilds it."""
+    from tether.core.checkpoints import snapshots
+    from tether.core.checkpoints.store import locate
+    from tether.core.config import user_state_dir
+    from tether.errors import CheckpointError
+
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    store = Checkpoints(repo, CheckpointSettings(max_file_bytes=1000))
+    store.create("t")
+    (repo / "git~1").write_bytes(b"x" * 5000)  # over the budget: its entry is removed by name
+    monkeypatch.setattr(snapshots, "git_can_store", lambda path, symlink=False: True)
+    with pytest.raises(CheckpointError, match="would not remove an entry"):
+        store.create("t")
+    assert not locate(repo, user_state_dir()).index.exists()
+    monkeypatch.undo()
+    cp = store.create("t")
+    assert "git~1" in cp.uncovered

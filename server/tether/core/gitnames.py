@@ -23,6 +23,17 @@ _SEPARATORS = b"/\\"
 
 def git_can_store(path: str, *, symlink: bool = False) -> bool:
     """False when git refuses `path` (relative, `/`-separated) as a file (or symlink) entry."""
+    if path and not (
+        path.startswith((".", "/"))
+        or path.endswith("/")
+        or "/." in path
+        or "//" in path
+        or "~" in path
+        or "git" in path.lower()
+    ):
+        # Every name git refuses has an empty, `.` or `..` part, a `git` in some case or a `~`
+        # (`gi7eba~1`). Most paths have none of these: 0.3 us each instead of 2-5 us.
+        return True
     name = os.fsencode(path)
     start = 0
     while True:
@@ -115,3 +126,15 @@ def _only_spaces_and_periods(tail: bytes) -> bool:
         if byte not in b". ":
             return False
     return True
+
+
+def refused_part(path: str, *, symlink: bool = False) -> str:
+    """The shortest leading part of `path` that git refuses: `.GIT` for `.GIT/a/b`, so that a
+    directory of 30,000 such files is reported, and held, as one path. `path` itself when only the
+    whole is refused (`.gitmodules` as a symlink), or when git would take it (nothing to shorten)."""
+    end = path.find("/", 1)  # never the empty part before a leading `/`: that would name the root
+    while end >= 0:
+        if not git_can_store(path[:end]):
+            return path[:end]
+        end = path.find("/", end + 1)
+    return path

@@ -51,7 +51,7 @@ from tether.core.checkpoints.store import (
 )
 from tether.core.config import CheckpointSettings, user_state_dir
 from tether.core.gitcmd import Git, head_commit
-from tether.core.gitnames import git_can_store
+from tether.core.gitnames import git_can_store, refused_part
 from tether.core.placeholders import recorded_placeholders
 from tether.core.redact import redact_text
 from tether.errors import CheckpointError, CheckpointRefused
@@ -377,6 +377,7 @@ class Checkpoints:
         # index whatever the status says (one recorded earlier, unchanged, is not in the status).
         placeholders = self._placeholders()
         unstorable: list[str] = []
+        symlink_only: list[str] = []
         for i, entry in enumerate(candidates):
             rel = entry.rstrip("/")
             candidates[i] = rel
@@ -392,8 +393,13 @@ class Checkpoints:
                     add.append(rel)  # deleted since the status: `--remove` records the deletion
                     continue
                 if not git_can_store(rel, symlink=stat.S_ISLNK(st.st_mode)):
-                    # `.GIT/x`, `git~1`: update-index would drop it without a word, read-tree fail
-                    unstorable.append(rel)
+                    # `.GIT/x`, `git~1`: update-index would drop it without a word, read-tree fail.
+                    # Named by its refused part: `.GIT` once, not each of its 30,000 files.
+                    unstorable.append(refused_part(rel, symlink=stat.S_ISLNK(st.st_mode)))
+                    if git_can_store(rel):
+                        # refused as a symlink only (`.gitmodules`): the index may still hold the
+                        # file it was, which would stay in every snapshot
+                        symlink_only.append(rel)
                     continue
                 if stat.S_ISREG(st.st_mode) and st.st_size > self.settings.max_file_bytes:
                     big.append(rel)
@@ -402,7 +408,7 @@ class Checkpoints:
             if not repository:
                 add.append(rel)
             elif not git_can_store(rel):
-                unstorable.append(rel)
+                unstorable.append(refused_part(rel))
             elif (head := head_commit(self.workspace / rel)) is not None:
                 add.append(rel)
                 heads[rel] = head  # listed with the gitlinks, so that losing its `.git` later is seen
@@ -422,7 +428,8 @@ class Checkpoints:
             nested += more_nested
             unstorable += refused
         big = sorted(set(big))  # an adopted one is also untracked in the status now
-        removals = big + nested + vanished + sorted(placeholders)
+        unstorable = sorted(set(unstorable))
+        removals = big + nested + vanished + symlink_only + sorted(placeholders)
         gitlinks.update(heads)
         gitlinks.difference_update(gone, removals)
         write_if_changed(loc.root / "gitlinks", b"".join(os.fsencode(p) + b"\0" for p in sorted(gitlinks)))
@@ -448,12 +455,12 @@ class Checkpoints:
         if unstorable:
             warnings.append(
                 "not snapshotted (git cannot store these names; rollback will neither restore nor delete "
-                "them): " + ", ".join(sorted(unstorable))
+                "them): " + ", ".join(unstorable)
             )
         skipped = (
             *sorted(big),
             *sorted(nested),
-            *sorted(unstorable),
+            *unstorable,
             *(f"exclude:{p}" for p in self.settings.exclude),
             *(f"regenerated:{d}" for d in sorted(regenerated)),
         )
@@ -601,6 +608,8 @@ class Checkpoints:
                 mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
                 yield b"M %s inline %s\ndata %d\n%s\n" % (mode, name, len(data), data)
             elif stat.S_ISLNK(st.st_mode):
+                if not git_can_store(rel, symlink=True):
+                    continue  # a file when the status looked (`.gitmodules`): the next snapshot says so
                 try:
                     target = os.readlink(full)
                 except OSError:
@@ -849,14 +858,31 @@ def _has_checkpoints(git: Git) -> bool:
 
 
 def _force_remove(git: Git, paths: builtins.list[str]) -> None:
-    """Drop these entries from the private index, whatever the work tree holds."""
-    git.run(
+    """Drop these entries from the private index, whatever the work tree holds.
+
+    git cannot name an entry it refuses (`git~1`), and then only says "Ignoring path". The index
+    never holds one (an adopted index with one is not adopted), so such a path is in no index and
+    is not asked for. Should git still ignore one (its rule differs from `git_can_store`), the
+    entry would stay in every snapshot: the private index, only a cache, goes, and the next
+    snapshot is built from the files."""
+    named = [p for p in paths if git_can_store(p)]  # a sandbox placeholder in `.git/` is in no index
+    if not named:
+        return
+    result = git.run(
         "update-index",
         "--force-remove",
         "-z",
         "--stdin",
-        input=b"".join(os.fsencode(p) + b"\0" for p in paths),
+        input=b"".join(os.fsencode(p) + b"\0" for p in named),
     )
+    if b"Ignoring path " in result.stderr:
+        index = git.index_file
+        if index is not None:
+            index.unlink(missing_ok=True)
+        raise CheckpointError(
+            f"snapshot failed: git would not remove an entry from the private index ({result.err_text}); "
+            "the index was dropped, and the next checkpoint builds it again from the files"
+        )
 
 
 def _parse_status(out: bytes) -> tuple[list[str], list[str], list[str]]:

@@ -460,7 +460,9 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
         return failure(f"{exc}; nothing ran")
     plan = replace(plan, masked=masked, protected=protected)
     if ctx.not_checkpointed:  # what rollback could not restore, the command cannot change
-        kept = tuple(p for p in ctx.not_checkpointed if os.path.lexists(p))
+        # but a symlink (a `.gitmodules` link git cannot store) the sandbox cannot hold in place:
+        # protected, it would refuse every command that writes. It stays as it is, reported.
+        kept = tuple(p for p in ctx.not_checkpointed if os.path.lexists(p) and not os.path.islink(p))
         plan = replace(plan, protected=plan.protected + kept)
     if plan.git_state:  # the user's identity, which the sandbox's hidden global config would lose
         plan = replace(plan, extra_env=tuple(commit_identity(plan.workspace).items()))
