@@ -413,3 +413,15 @@ def test_an_entry_git_will_not_remove_drops_the_private_index(
     monkeypatch.undo()
     cp = store.create("t")
     assert "git~1" in cp.uncovered
+
+
+def test_no_proposal_is_made_for_a_name_git_cannot_store(tmp_path: Path) -> None:
+    """Accepted in the editor, it could not be undone either: refused before the proposal."""
+    repo = workspace(tmp_path / "ws")
+    tool_input = json.dumps({"path": "GIT~1", "content": "proposed\n"})
+    done = tether(repo, "tool", "write_file", "--input", tool_input, home=tmp_path)  # dry run
+    result = json.loads(done.stdout)
+    assert result["isError"] is True, result
+    assert "git cannot store a file named GIT~1" in result["text"]
+    assert "proposal" not in json.dumps(result.get("result") or {})
+    assert not (repo / "GIT~1").exists()

@@ -88,6 +88,13 @@ def check_content(content: str, tool: str) -> None:
 def prepared_edit(ctx: ToolContext, edit: FileEdit) -> Prepared:
     """The gate's view of an edit: dry run → proposal; execute → atomic write."""
     rel = edit.target.rel
+    if ctx.config.checkpoints.enabled and not git_can_store(rel):
+        # refused before any proposal too: accepted in the editor, it could not be undone either
+        raise ToolInputError(
+            f"Error: git cannot store a file named {rel} (a `.git` or `git~1` part, in any case), so no "
+            "checkpoint could hold it and rollback could not undo this write: nothing was written. "
+            "Choose another name"
+        )
 
     def dry_run() -> ToolOutcome:
         if edit.new == edit.base and edit.exists:
@@ -104,12 +111,6 @@ def prepared_edit(ctx: ToolContext, edit: FileEdit) -> Prepared:
         return ToolOutcome(ok=True, result=result, text=proposal.render_dry_run(), proposal=proposal)
 
     def execute() -> ToolOutcome:
-        if ctx.config.checkpoints.enabled and not git_can_store(rel):
-            raise ToolInputError(
-                f"Error: git cannot store a file named {rel} (a `.git` or `git~1` part, in any case), so no "
-                "checkpoint could hold it and rollback could not undo this write: nothing was written. "
-                "Choose another name"
-            )
         if edit.target.path in ctx.not_checkpointed:
             limit = ctx.config.checkpoints.max_file_bytes / 1_000_000
             raise ToolInputError(
