@@ -577,3 +577,21 @@ def test_git_stuck_on_a_fifo_is_seen_after_the_fifo_is_gone(
     cp, from_scratch = made[0]
     assert from_scratch
     assert store_blob(repo, cp.commit, "a.txt") == b"a\n"
+
+
+def test_an_adopted_gitlink_is_listed_and_its_loss_seen(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The adoption writes the list of gitlinks the index keeps (the snapshot used to list the whole
+    index to find them): a repository whose `.git` goes later is a folder of files from then on."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    _nested(repo / "sub", {"s.txt": "s\n"})
+    git(repo, "add", "sub")
+    git(repo, "commit", "-qm", "a submodule-like gitlink")
+    _first, scratch = first_checkpoint(repo, caplog)
+    assert not scratch
+    assert (repo / ".git" / "tether" / "gitlinks").read_bytes() == b"sub\0"
+    shutil.rmtree(repo / "sub" / ".git")
+    (repo / "sub" / "s.txt").write_text("s2\n")
+    after = Checkpoints(repo, CheckpointSettings()).create("sub is a folder now")
+    assert store_blob(repo, after.commit, "sub/s.txt") == b"s2\n"

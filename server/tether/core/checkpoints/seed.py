@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS, regenerated_dir
-from tether.core.checkpoints.store import GIT_STUCK_AFTER, Location, store_git
+from tether.core.checkpoints.store import GIT_STUCK_AFTER, Location, store_git, write_if_changed
 from tether.core.config import CheckpointSettings
 from tether.core.gitcmd import Git, head_commit
 from tether.core.gitnames import git_can_store
@@ -277,8 +277,10 @@ def _prepare(loc: Location, settings: CheckpointSettings, work: Path) -> list[_E
     )
     if leave:
         _force_remove(git, sorted(leave))
-    # the snapshot lists the gitlinks the index keeps from the index itself when this file is gone
-    (loc.root / "gitlinks").unlink(missing_ok=True)
+    # The gitlinks the index keeps, for the snapshot: without this file it lists the whole index
+    # to find them (130 ms on 250,000 entries). Gone with the index if the adoption is given up.
+    kept = sorted(e.path for e in entries if e.mode == _GITLINK and e.path not in leave)
+    write_if_changed(loc.root / "gitlinks", b"".join(p + b"\0" for p in kept))
     return [e for e in entries if e.path not in leave and e.mode != _GITLINK]
 
 
