@@ -273,15 +273,16 @@ def _prepare(loc: Location, settings: CheckpointSettings, work: Path) -> list[_E
     # cannot read (no commit yet, a broken `.git` file) as unchanged, and its files would then be
     # in no checkpoint. Taken out, the status sees the folder as from scratch.
     root = loc.workspace
-    leave.update(
-        e.path for e in entries if e.mode == _GITLINK and head_commit(root / os.fsdecode(e.path)) is None
-    )
+    gitlinks = [e.path for e in entries if e.mode == _GITLINK]
+    leave.update(p for p in gitlinks if head_commit(root / os.fsdecode(p)) is None)
     if leave:
         _force_remove(git, sorted(leave))
     # The gitlinks the index keeps, for the snapshot: without this file it lists the whole index
     # to find them (130 ms on 250,000 entries). Gone with the index if the adoption is given up.
-    kept = sorted(e.path for e in entries if e.mode == _GITLINK and e.path not in leave)
+    kept = sorted(p for p in gitlinks if p not in leave)
     write_if_changed(loc.root / "gitlinks", b"".join(p + b"\0" for p in kept))
+    if not leave and not gitlinks:
+        return entries  # the common case, without a second pass over every entry
     return [e for e in entries if e.path not in leave and e.mode != _GITLINK]
 
 
