@@ -1013,3 +1013,18 @@ def test_a_file_under_a_write_lease_is_waited_for_not_left_out(tmp_path: Path) -
     store.rollback(steps=1)
     assert (ws / "doc.txt").read_text() == "held under a lease\n"
     assert (ws / "a.txt").read_text() == "a\n"
+
+
+def test_a_warning_names_the_first_ten_skipped_files_and_counts_the_rest(tmp_path: Path) -> None:
+    """A data folder of thousands of files over the budget made every call's warning list them all
+    (in the editor, the audit log and each checkpoint's metadata); `skipped` keeps every one."""
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    (repo / "data").mkdir()
+    for i in range(25):
+        (repo / "data" / f"sample{i:02d}.bin").write_bytes(b"x" * 2000)
+    cp = Checkpoints(repo, CheckpointSettings(max_file_bytes=1000)).create("t")
+    assert len([s for s in cp.skipped if s.startswith("data/")]) == 25
+    (warning,) = [w for w in cp.warnings if "over" in w]
+    assert warning.count("data/sample") == 10
+    assert "data/sample00.bin" in warning and "data/sample09.bin" in warning
+    assert "and 15 more (`tether checkpoints --json` lists them all under `skipped`)" in warning

@@ -448,14 +448,14 @@ class Checkpoints:
         if big:
             warnings.append(
                 f"not snapshotted (over {limit_mb:g} MB; rollback will neither restore nor delete them): "
-                + ", ".join(sorted(big))
+                + _named(sorted(big))
             )
         if nested:
-            warnings.append("nested repositories without a commit were skipped: " + ", ".join(sorted(nested)))
+            warnings.append("nested repositories without a commit were skipped: " + _named(sorted(nested)))
         if unstorable:
             warnings.append(
                 "not snapshotted (git cannot store these names; rollback will neither restore nor delete "
-                "them): " + ", ".join(unstorable)
+                "them): " + _named(unstorable)
             )
         skipped = (
             *sorted(big),
@@ -714,6 +714,22 @@ class Checkpoints:
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+_NAMED_AT_MOST = 10
+
+
+def _named(paths: builtins.list[str]) -> str:
+    """A warning's list of paths, the first few by name: a data folder of 20,000 files over the
+    budget made every call's warning (in the editor, the audit log and each checkpoint) 1 MB long.
+    The checkpoint's `skipped` keeps them all."""
+    if len(paths) <= _NAMED_AT_MOST:
+        return ", ".join(paths)
+    more = len(paths) - _NAMED_AT_MOST
+    return (
+        ", ".join(paths[:_NAMED_AT_MOST])
+        + f" and {more} more (`tether checkpoints --json` lists them all under `skipped`)"
+    )
 
 
 def _plan(target: Checkpoint, ops: restore.Ops) -> RollbackPlan:
