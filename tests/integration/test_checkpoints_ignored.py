@@ -425,3 +425,44 @@ def test_no_proposal_is_made_for_a_name_git_cannot_store(tmp_path: Path) -> None
     assert "git cannot store a file named GIT~1" in result["text"]
     assert "proposal" not in json.dumps(result.get("result") or {})
     assert not (repo / "GIT~1").exists()
+
+
+def test_a_folder_of_files_over_the_budget_is_held_once(tmp_path: Path) -> None:
+    """3,500 files over the budget in an ignored data folder were 3,500 read-only mounts: bubblewrap
+    refused every command that writes ("Exceeded maximum number of arguments 9000"). A folder that
+    holds nothing else is named, and held, once; a folder with anything else keeps its files apart."""
+    repo = workspace(tmp_path / "ws")
+    for folder in ("data/train", "data/test", "mixed"):
+        (repo / folder).mkdir(parents=True)
+        for i in range(3):
+            with open(repo / folder / f"s{i}.db", "wb") as f:  # ignored (*.db), sparse
+                f.truncate(2000)
+    (repo / "mixed" / "small.txt").write_text("small\n")
+    (repo / "data" / "empty").mkdir()  # an empty folder keeps `data` apart too
+    cp = Checkpoints(repo, CheckpointSettings(max_file_bytes=1000)).create("t")
+    held = [p for p in cp.uncovered if p.startswith(("data", "mixed"))]
+    assert held == ["data/test", "data/train", "mixed/s0.db", "mixed/s1.db", "mixed/s2.db"]
+    assert any("data/train/ (every file in it)" in w for w in cp.warnings)
+    (repo / "data" / "empty").rmdir()
+    again = Checkpoints(repo, CheckpointSettings(max_file_bytes=1000)).create("t")
+    assert [p for p in again.uncovered if p.startswith("data")] == ["data"]
+
+
+@pytest.mark.usefixtures("sandboxed")
+def test_commands_and_write_file_run_beside_thousands_of_files_over_the_budget(tmp_path: Path) -> None:
+    repo = workspace(tmp_path / "ws")
+    (repo / "data").mkdir()
+    for i in range(3500):
+        with open(repo / "data" / f"s{i}.db", "wb") as f:  # ignored (*.db), over the budget
+            f.truncate(2000)
+    _small_budget(tmp_path)
+    done = tether(repo, "run", "--json", "--permissions", "workspace", "touch made.txt", home=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["state"] == "executed", result
+    assert (repo / "made.txt").exists()
+    refused = tether(repo, "run", "--json", "--permissions", "workspace", "rm -f data/s7.db", home=tmp_path)
+    assert (repo / "data" / "s7.db").exists(), refused.stdout
+    tool_input = json.dumps({"path": "data/new.txt", "content": "x\n"})
+    write = tether(repo, "tool", "write_file", "--permissions", "all", "--input", tool_input, home=tmp_path)
+    assert "rollback could not restore it" in json.loads(write.stdout)["text"]
+    assert not (repo / "data" / "new.txt").exists()

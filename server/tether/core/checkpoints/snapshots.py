@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import heapq
 import json
 import os
 import re
@@ -428,6 +429,7 @@ class Checkpoints:
             nested += more_nested
             unstorable += refused
         big = sorted(set(big))  # an adopted one is also untracked in the status now
+        big_files = set(big)
         unstorable = sorted(set(unstorable))
         removals = big + nested + vanished + symlink_only + sorted(placeholders)
         gitlinks.update(heads)
@@ -445,10 +447,13 @@ class Checkpoints:
         tree = git.run("write-tree").stdout.decode("ascii").strip()
         warnings: list[str] = []
         limit_mb = self.settings.max_file_bytes / 1_000_000
+        # a folder of such files is named, and held, once: 3,500 files of a data folder were 3,500
+        # read-only mounts for each command, past what bubblewrap takes (9,000 arguments)
+        big = _by_folder(str(self.workspace), big)
         if big:
             warnings.append(
                 f"not snapshotted (over {limit_mb:g} MB; rollback will neither restore nor delete them): "
-                + _named(sorted(big))
+                + _named([p if p in big_files else f"{p}/ (every file in it)" for p in big])
             )
         if nested:
             warnings.append("nested repositories without a commit were skipped: " + _named(sorted(nested)))
@@ -714,6 +719,35 @@ class Checkpoints:
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+def _by_folder(workspace: str, files: builtins.list[str]) -> builtins.list[str]:
+    """`files` (left out of the snapshot), with each folder that holds nothing else named instead
+    of what it holds, from the deepest up (never the workspace itself). Only folders that hold one
+    of them are listed. A folder with anything else in it, even an empty folder, stays as it is:
+    what the agent may change there is unchanged."""
+    named = set(files)
+    folders = {f.rpartition("/")[0] for f in named if "/" in f}
+    pending = [(-folder.count("/"), folder) for folder in folders]  # deepest first
+    heapq.heapify(pending)
+    looked: set[str] = set()
+    while pending:
+        _depth, folder = heapq.heappop(pending)
+        if folder in looked:
+            continue
+        looked.add(folder)
+        try:
+            with os.scandir(f"{workspace}/{folder}") as entries:
+                inside = [f"{folder}/{entry.name}" for entry in entries]
+        except OSError:
+            continue
+        if inside and all(path in named for path in inside):
+            named.difference_update(inside)
+            named.add(folder)
+            if "/" in folder:
+                parent = folder.rpartition("/")[0]
+                heapq.heappush(pending, (-parent.count("/"), parent))
+    return sorted(named)
 
 
 _NAMED_AT_MOST = 10

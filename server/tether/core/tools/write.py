@@ -111,12 +111,13 @@ def prepared_edit(ctx: ToolContext, edit: FileEdit) -> Prepared:
         return ToolOutcome(ok=True, result=result, text=proposal.render_dry_run(), proposal=proposal)
 
     def execute() -> ToolOutcome:
-        if edit.target.path in ctx.not_checkpointed:
+        if any(edit.target.path.is_relative_to(p) for p in ctx.not_checkpointed):  # or a folder of them
             limit = ctx.config.checkpoints.max_file_bytes / 1_000_000
             raise ToolInputError(
-                f"Error: {rel} is not in this call's checkpoint (over {limit:g} MB, or a nested repository "
-                "without a commit), so rollback could not restore it: nothing was written. The user can "
-                "raise `[checkpoints] max_file_bytes` in the user config, or make the change themselves"
+                f"Error: {rel} is not in this call's checkpoint (over {limit:g} MB, in a folder of such "
+                "files, or a nested repository without a commit), so rollback could not restore it: "
+                "nothing was written. The user can raise `[checkpoints] max_file_bytes` in the user "
+                "config, or make the change themselves"
             )
         current, _ = load_base(ctx, edit.target)
         if edit.exclusive:
