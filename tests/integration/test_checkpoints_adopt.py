@@ -539,16 +539,19 @@ def _git_waiting_on_a_fifo(repo: Path) -> int | None:
     return None
 
 
-@pytest.mark.parametrize("then", ["removed", "replaced"])
+@pytest.mark.parametrize("then", ["removed", "replaced", "the original back"])
 def test_git_stuck_on_a_fifo_is_seen_after_the_fifo_is_gone(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, then: str
 ) -> None:
     """Once git waits in the open of a FIFO, it waits for that FIFO, even when its path is then
     removed or names another file: the watch must still see that git no longer reads the file it
-    was given."""
+    was given. "the original back": the path names the very inode that was handed to git again
+    (as a new file does that gets the freed inode number back, which made "replaced" fail now and
+    then): an inode compared alone looked the same."""
     import signal
 
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n", "pipe": "a file, until the check has looked at it\n"})
+    os.link(repo / "pipe", tmp_path / "kept")  # the original inode outlives its path
     monkeypatch.setattr(os, "lstat", swap_for_a_fifo_once_looked_at("pipe", "_check_and_copy"))
     made: list[tuple[Checkpoint, bool]] = []
     worker = threading.Thread(target=lambda: made.append(first_checkpoint(repo, caplog)), daemon=True)
@@ -564,9 +567,11 @@ def test_git_stuck_on_a_fifo_is_seen_after_the_fifo_is_gone(
         pytest.skip("git was not seen waiting on the FIFO (/proc/<pid>/wchan)")
     if then == "removed":
         os.unlink(repo / "pipe")
-    else:
+    elif then == "replaced":
         (repo / "pipe.new").write_text("another file\n")
         os.rename(repo / "pipe.new", repo / "pipe")
+    else:
+        os.rename(tmp_path / "kept", repo / "pipe")
     worker.join(30)  # not a speed limit: without the watch, git waits 600 s
     if worker.is_alive():
         os.kill(pid, signal.SIGKILL)

@@ -150,7 +150,7 @@ class Adoption:
                         self.too_big.append(os.fsdecode(entry.path))
                     else:
                         files.append(entry)
-                        hasher.add(entry.path, (st.st_dev, st.st_ino))
+                        hasher.add(entry.path, _identity(st))
                 else:
                     gone.append(entry.path)
             if self.too_big or gone:
@@ -385,6 +385,16 @@ class _Background(Generic[T]):
         return self._value  # type: ignore[return-value]
 
 
+_Identity = tuple[int, int, int]
+
+
+def _identity(st: os.stat_result) -> _Identity:
+    """What tells one file from another at a path: the inode, and the time it was last changed.
+    The inode alone is not enough: a file removed for a FIFO frees its inode number, and the file
+    that takes the FIFO's place next often gets it back (ext4)."""
+    return (st.st_dev, st.st_ino, st.st_ctime_ns)
+
+
 class _Hasher:
     """`git hash-object --no-filters --stdin-paths` fed one path at a time: the blob id of each
     file's bytes exactly as on disk (in C), in order. A path git would not read back from its line
@@ -394,7 +404,7 @@ class _Hasher:
         self._proc = git.popen("hash-object", "--no-filters", "--stdin-paths")
         self._root = root
         self._plain: list[bool] = []
-        self._handed: list[tuple[bytes, tuple[int, int]]] = []  # paths given to git, with their inode
+        self._handed: list[tuple[bytes, _Identity]] = []  # paths given to git, with what they named
         self._out: list[bytes] = []
         self._answered = 0  # the ids read back so far: git works on `_handed[_answered]`
         assert self._proc.stdout is not None
@@ -423,8 +433,9 @@ class _Hasher:
 
     def reading_a_changed_file(self) -> tuple[int, bytes] | None:
         """Which file git is reading now (its place in the order, its path) when its path no longer
-        names the regular file that was handed to git (gone, of another type, another file), else
-        None. A FIFO that git is waiting on stays in its way when the path changes again."""
+        names the regular file that was handed to git (gone, of another type, another file, or
+        that file changed since), else None. A FIFO that git is waiting on stays in its way when
+        the path changes again."""
         index = self._answered
         if index >= len(self._handed):
             return None
@@ -433,14 +444,14 @@ class _Hasher:
             now = os.lstat(self._root + path)
         except OSError:
             return (index, path)
-        same = stat.S_ISREG(now.st_mode) and (now.st_dev, now.st_ino) == handed
+        same = stat.S_ISREG(now.st_mode) and _identity(now) == handed
         return None if same else (index, path)
 
-    def add(self, path: bytes, inode: tuple[int, int]) -> None:
+    def add(self, path: bytes, identity: _Identity) -> None:
         plain = _plain_line(path)
         self._plain.append(plain)
         if plain:
-            self._handed.append((path, inode))
+            self._handed.append((path, identity))
             assert self._proc.stdin is not None
             with contextlib.suppress(BrokenPipeError):  # git stopped: its exit code says so
                 self._proc.stdin.write(path + b"\n")
