@@ -466,3 +466,33 @@ def test_commands_and_write_file_run_beside_thousands_of_files_over_the_budget(t
     write = tether(repo, "tool", "write_file", "--permissions", "all", "--input", tool_input, home=tmp_path)
     assert "rollback could not restore it" in json.loads(write.stdout)["text"]
     assert not (repo / "data" / "new.txt").exists()
+
+
+def test_write_file_follows_no_folder_swapped_since_it_was_prepared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between `prepare` and the write come the question to the user and the checkpoint: a parallel
+    command that swaps `x/` for a symlink to the held `data/` then led the write into a file no
+    checkpoint held (and a rollback deleted it)."""
+    from tether.core.config import EffectiveConfig
+    from tether.core.gate import Gate
+    from tether.core.session import FaceOverrides, open_session
+
+    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
+    for folder in ("data", "x"):
+        (repo / folder).mkdir()
+        (repo / folder / "big.txt").write_text("y" * 2000 + "\n")  # over the budget below
+    config = EffectiveConfig(checkpoints=CheckpointSettings(max_file_bytes=1000))
+    session = open_session(repo, FaceOverrides(permissions="all"), config=config)
+    take = Gate._take_checkpoint
+
+    def swapped_first(gate: Gate, summary: str) -> object:
+        os.rename(repo / "x", repo / "x.old")
+        os.symlink("data", repo / "x")
+        return take(gate, summary)
+
+    monkeypatch.setattr(Gate, "_take_checkpoint", swapped_first)
+    result = session.gate.call("write_file", {"path": "x/big.txt", "content": "clobbered\n"})
+    assert result.state != "executed", result
+    assert "rollback could not restore it" in result.text
+    assert (repo / "data" / "big.txt").read_text() == "y" * 2000 + "\n"

@@ -11,8 +11,10 @@ Line endings, a final newline and a UTF-8 BOM are kept (see `tether.core.fsutil`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tether.core import diff, fsutil
@@ -111,7 +113,10 @@ def prepared_edit(ctx: ToolContext, edit: FileEdit) -> Prepared:
         return ToolOutcome(ok=True, result=result, text=proposal.render_dry_run(), proposal=proposal)
 
     def execute() -> ToolOutcome:
-        if any(edit.target.path.is_relative_to(p) for p in ctx.not_checkpointed):  # or a folder of them
+        # Where the path leads now, too: a folder swapped for a symlink since `prepare` (while the
+        # user was asked, or the checkpoint taken) would lead the write somewhere else
+        leads_to = (edit.target.path, Path(os.path.realpath(edit.target.path)))
+        if any(path.is_relative_to(p) for path in leads_to for p in ctx.not_checkpointed):  # or inside
             limit = ctx.config.checkpoints.max_file_bytes / 1_000_000
             raise ToolInputError(
                 f"Error: {rel} is not in this call's checkpoint (over {limit:g} MB, in a folder of such "
