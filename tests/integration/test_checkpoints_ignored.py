@@ -496,3 +496,18 @@ def test_write_file_follows_no_folder_swapped_since_it_was_prepared(
     assert result.state != "executed", result
     assert "rollback could not restore it" in result.text
     assert (repo / "data" / "big.txt").read_text() == "y" * 2000 + "\n"
+
+
+@pytest.mark.parametrize("name", ["regenerated:notes.txt", "exclude:data.txt"])
+def test_a_file_named_like_a_skipped_tag_is_held_like_any_other(tmp_path: Path, name: str) -> None:
+    """`skipped` tags the user's exclusions and build outputs `exclude:…` and `regenerated:…`; a
+    file over the budget named that way was taken for a tag, and written over with no checkpoint."""
+    repo = workspace(tmp_path / "ws")
+    (repo / name).write_text("y" * 5000)
+    _small_budget(tmp_path)
+    tool_input = json.dumps({"path": name, "content": "overwritten\n"})
+    done = tether(repo, "tool", "write_file", "--permissions", "all", "--input", tool_input, home=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["isError"] is True, result
+    assert "rollback could not restore it" in result["text"]
+    assert (repo / name).read_text() == "y" * 5000

@@ -81,12 +81,17 @@ class Checkpoint:
     message: str
     skipped: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    uncovered_paths: tuple[str, ...] | None = None  # None: a checkpoint from before they were kept
 
     @property
     def uncovered(self) -> tuple[str, ...]:
         """Skipped paths that rollback could neither restore nor delete and nobody chose to leave
-        out: files over the size budget, nested repositories without a commit and names git cannot
-        store (not the user's `exclude:` patterns, not `regenerated:` build outputs)."""
+        out: files over the size budget (or a folder of them), nested repositories without a commit
+        and names git cannot store (not the user's `exclude:` patterns, not `regenerated:` build
+        outputs). Kept apart from `skipped`, whose tags a file could be named like: a file called
+        `exclude:x.db` is as much the user's as any other."""
+        if self.uncovered_paths is not None:
+            return self.uncovered_paths
         return tuple(s for s in self.skipped if not s.startswith(("exclude:", "regenerated:")))
 
     def to_json(self) -> dict[str, object]:
@@ -134,6 +139,7 @@ class _Staged:
     tree: str
     skipped: tuple[str, ...]
     warnings: tuple[str, ...]
+    uncovered: tuple[str, ...]
 
 
 class Checkpoints:
@@ -469,7 +475,7 @@ class Checkpoints:
             *(f"exclude:{p}" for p in self.settings.exclude),
             *(f"regenerated:{d}" for d in sorted(regenerated)),
         )
-        return _Staged(tree, tuple(skipped), tuple(warnings))
+        return _Staged(tree, tuple(skipped), tuple(warnings), (*big, *sorted(nested), *unstorable))
 
     def _placeholders(self) -> set[str]:
         """The sandbox's placeholders in the work tree now, relative: listed by the sandbox in its
@@ -652,6 +658,7 @@ class Checkpoints:
             "time": now.isoformat(timespec="milliseconds"),
             "message": _CONTROL.sub(" ", message) if message else None,
             "skipped": list(staged.skipped),
+            "uncovered": list(staged.uncovered),
             "warnings": warnings,
         }
         body = f"{subject}\n\nTether-Meta: {json.dumps(meta, ensure_ascii=True)}\n"
@@ -986,6 +993,7 @@ def _checkpoint(ref: str, sha: str, meta: dict[str, object], subject: str) -> Ch
     message = meta.get("message")
     skipped = meta.get("skipped") or []
     warnings = meta.get("warnings") or []
+    uncovered = meta.get("uncovered")
     return Checkpoint(
         id=sha[:12],
         ref=ref,
@@ -995,6 +1003,7 @@ def _checkpoint(ref: str, sha: str, meta: dict[str, object], subject: str) -> Ch
         message=str(message) if message else subject,
         skipped=tuple(str(s) for s in skipped) if isinstance(skipped, list) else (),
         warnings=tuple(str(w) for w in warnings) if isinstance(warnings, list) else (),
+        uncovered_paths=tuple(str(u) for u in uncovered) if isinstance(uncovered, list) else None,
     )
 
 
