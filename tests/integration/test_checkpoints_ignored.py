@@ -511,3 +511,48 @@ def test_a_file_named_like_a_skipped_tag_is_held_like_any_other(tmp_path: Path, 
     assert result["isError"] is True, result
     assert "rollback could not restore it" in result["text"]
     assert (repo / name).read_text() == "y" * 5000
+
+
+@pytest.mark.usefixtures("sandboxed")
+def test_thousands_of_files_over_the_budget_beside_small_ones_are_held_by_their_folders(
+    tmp_path: Path,
+) -> None:
+    """`samples/<id>/{data.db,meta.json}`: no folder holds only big files, so each was its own
+    mount (and its folder a pinned one), past bubblewrap's 9,000 arguments: no command that writes
+    ran. Past 1,000 held paths, their folders are held instead, one level up at a time."""
+    repo = workspace(tmp_path / "ws")
+    for i in range(3500):
+        sample = repo / "samples" / f"{i:04d}"
+        sample.mkdir(parents=True)
+        with open(sample / "data.db", "wb") as f:  # ignored (*.db), over the budget
+            f.truncate(2000)
+        (sample / "meta.json").write_text("{}\n")
+    _small_budget(tmp_path)
+    done = tether(repo, "run", "--json", "--permissions", "workspace", "touch made.txt", home=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["state"] == "executed", result
+    (warning,) = [w for w in result["warnings"] if "too many to hold one by one" in w]
+    assert warning.endswith("are local.db, samples/"), warning  # local.db: a big file at the top
+    held = tether(
+        repo, "run", "--json", "--permissions", "workspace", "rm samples/0007/meta.json", home=tmp_path
+    )
+    assert (repo / "samples" / "0007" / "meta.json").exists(), held.stdout
+    assert (repo / "samples" / "0007" / "data.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("paths", "at_most", "held"),
+    [
+        (["a/1", "a/2", "b/c/3"], 3, ["a/1", "a/2", "b/c/3"]),  # within the budget: as they are
+        (["a/1", "a/2", "b/c/3"], 2, ["a", "b/c"]),
+        (["a/1", "a/b/2", "a-c/3", "x"], 2, ["a", "a-c", "x"]),  # top: x stays; a-c is not inside a
+        (["x", "y", "z"], 1, ["x", "y", "z"]),  # nothing above the top of the workspace
+        (["s/1/d", "s/2/d", "s/3/d", "t"], 2, ["s", "t"]),
+    ],
+)
+def test_held_paths_past_the_budget_are_held_by_their_folders(
+    paths: list[str], at_most: int, held: list[str]
+) -> None:
+    from tether.core.checkpoints.snapshots import _by_folder_up_to
+
+    assert _by_folder_up_to(paths, at_most) == held

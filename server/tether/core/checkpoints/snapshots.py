@@ -457,11 +457,19 @@ class Checkpoints:
         # a folder of such files is named, and held, once: 3,500 files of a data folder were 3,500
         # read-only mounts for each command, past what bubblewrap takes (9,000 arguments)
         big = _by_folder(str(self.workspace), big)
+        folded = _by_folder_up_to(big, _HELD_AT_MOST)
         if big:
+            named = _named([p if p in big_files else f"{p}/ (every file in it)" for p in big])
+            if folded != big:
+                named = (
+                    f"{len(big_files)} files, too many to hold one by one: held whole, with whatever "
+                    "else is in them, are " + _named([p if p in big_files else f"{p}/" for p in folded])
+                )
             warnings.append(
                 f"not snapshotted (over {limit_mb:g} MB; rollback will neither restore nor delete them): "
-                + _named([p if p in big_files else f"{p}/ (every file in it)" for p in big])
+                + named
             )
+        big = folded
         if nested:
             warnings.append("nested repositories without a commit were skipped: " + _named(sorted(nested)))
         if unstorable:
@@ -763,6 +771,33 @@ def _by_folder(workspace: str, files: builtins.list[str]) -> builtins.list[str]:
                 parent = folder.rpartition("/")[0]
                 heapq.heappush(pending, (-parent.count("/"), parent))
     return sorted(named)
+
+
+# Each held path is a read-only mount (and its folder a pinned one) for every command: bubblewrap
+# takes 9,000 arguments in all, three a mount.
+_HELD_AT_MOST = 1_000
+
+
+def _by_folder_up_to(paths: builtins.list[str], at_most: int) -> builtins.list[str]:
+    """`paths` when there are at most `at_most`; else their folders, one level up at a time, until
+    there are (never the workspace itself: a file at the top stays as it is). What else those
+    folders hold is held with them: safe, and still better than no command that writes running at
+    all (a folder per sample, `samples/<id>/{data.bin,meta.json}`, 3,500 of them)."""
+    held = sorted(paths)
+    while len(held) > at_most:
+        up = {p.rpartition("/")[0] if "/" in p else p for p in held}
+        # only the top-most of them: a folder inside another held one is held already
+        top = sorted(p for p in up if not any(a in up for a in _ancestors(p)))
+        if top == held:
+            break  # everything left is at the top of the workspace
+        held = top
+    return held
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    while "/" in path:
+        path = path.rpartition("/")[0]
+        yield path
 
 
 _NAMED_AT_MOST = 10
