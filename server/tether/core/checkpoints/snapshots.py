@@ -456,20 +456,19 @@ class Checkpoints:
         limit_mb = self.settings.max_file_bytes / 1_000_000
         # a folder of such files is named, and held, once: 3,500 files of a data folder were 3,500
         # read-only mounts for each command, past what bubblewrap takes (9,000 arguments)
-        big = _by_folder(str(self.workspace), big)
-        folded = _by_folder_up_to(big, _HELD_AT_MOST)
+        by_folder = _by_folder(str(self.workspace), big)
+        held_big = _by_folder_up_to(by_folder, _HELD_AT_MOST)
         if big:
-            named = _named([p if p in big_files else f"{p}/ (every file in it)" for p in big])
-            if folded != big:
+            named = _named([p if p in big_files else f"{p}/ (every file in it)" for p in by_folder])
+            if held_big != by_folder:
                 named = (
                     f"{len(big_files)} files, too many to hold one by one: held whole, with whatever "
-                    "else is in them, are " + _named([p if p in big_files else f"{p}/" for p in folded])
+                    "else is in them, are " + _named([p if p in big_files else f"{p}/" for p in held_big])
                 )
             warnings.append(
                 f"not snapshotted (over {limit_mb:g} MB; rollback will neither restore nor delete them): "
                 + named
             )
-        big = folded
         if nested:
             warnings.append("nested repositories without a commit were skipped: " + _named(sorted(nested)))
         if unstorable:
@@ -478,13 +477,13 @@ class Checkpoints:
                 "them): " + _named(unstorable)
             )
         skipped = (
-            *sorted(big),
+            *held_big,
             *sorted(nested),
             *unstorable,
             *(f"exclude:{p}" for p in self.settings.exclude),
             *(f"regenerated:{d}" for d in sorted(regenerated)),
         )
-        return _Staged(tree, tuple(skipped), tuple(warnings), (*big, *sorted(nested), *unstorable))
+        return _Staged(tree, tuple(skipped), tuple(warnings), (*held_big, *sorted(nested), *unstorable))
 
     def _placeholders(self) -> set[str]:
         """The sandbox's placeholders in the work tree now, relative: listed by the sandbox in its
