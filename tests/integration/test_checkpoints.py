@@ -1030,21 +1030,3 @@ def test_a_warning_names_the_first_ten_skipped_files_and_counts_the_rest(tmp_pat
     assert "data/sample00.bin" in warning
     assert "data/sample09.bin" in warning
     assert "and 15 more (`tether checkpoints --json` lists them all under `skipped`)" in warning
-
-
-def test_a_file_too_big_for_the_target_is_kept_when_it_has_shrunk_since(tmp_path: Path) -> None:
-    """Its checkpoint said rollback would neither restore nor delete it; trimmed since (now in the
-    present's snapshot, still not in the target's), the rollback deleted it."""
-    repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
-    store = Checkpoints(repo, CheckpointSettings(max_file_bytes=1000))
-    (repo / "big.log").write_text("y" * 5000)
-    target = store.create("t")
-    assert "big.log" in target.uncovered
-    (repo / "big.log").write_text("trimmed\n")
-    (repo / "a.txt").write_text("changed\n")
-    assert "big.log" in store.plan_rollback(to=target.id).kept
-    plan, _ = store.rollback(to=target.id)
-    assert plan.restored == ("a.txt",)
-    assert plan.deleted == ()
-    assert "big.log" in plan.kept
-    assert (repo / "big.log").read_text() == "trimmed\n"

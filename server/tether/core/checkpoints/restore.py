@@ -69,28 +69,17 @@ def diff_trees(git: Git, old: str, new: str) -> list[Change]:
     return changes
 
 
-def plan_ops(workspace: Path, changes: Iterable[Change], held: Iterable[str] = ()) -> Ops:
-    """Classify the diff; anything that would destroy data not held in a checkpoint is kept.
-
-    `held`: what the target checkpoint could not take (files over the budget, folders of them,
-    names git cannot store). Such a file is in the present and not in the target, but it was there
-    then: its checkpoint said rollback would not delete it (a big file trimmed since is kept)."""
+def plan_ops(workspace: Path, changes: Iterable[Change]) -> Ops:
+    """Classify the diff; anything that would destroy data not held in a checkpoint is kept."""
     restored: list[Change] = []
     created: list[Change] = []
     deleted: list[Change] = []
     kept: list[str] = []
     changes = list(changes)
-    held_then = tuple(held)
-    delete_paths = {
-        c.path
-        for c in changes
-        if c.status == "D" and c.old_mode != GITLINK and not _under_any(c.path, held_then)
-    }
+    delete_paths = {c.path for c in changes if c.status == "D" and c.old_mode != GITLINK}
     for c in changes:
         if GITLINK in (c.old_mode, c.new_mode):
             kept.append(c.path)  # nested repositories and submodules are never modified
-        elif c.status == "D" and c.path not in delete_paths:
-            kept.append(c.path)
         elif c.status == "D":
             deleted.append(c)
         elif c.status == "A":
@@ -103,10 +92,6 @@ def plan_ops(workspace: Path, changes: Iterable[Change], held: Iterable[str] = (
         else:
             restored.append(c)
     return Ops(tuple(restored), tuple(created), tuple(deleted), tuple(sorted(kept)))
-
-
-def _under_any(rel: str, roots: tuple[str, ...]) -> bool:
-    return any(rel == root or rel.startswith(f"{root}/") for root in roots)
 
 
 def _parents(workspace: Path, rel: str, delete_paths: set[str]) -> Literal["clear", "replaced", "blocked"]:

@@ -218,8 +218,7 @@ class Checkpoints:
                 )
             target = self._resolve(git, steps, to)
             present = self._stage(loc, git).tree
-            changes = restore.diff_trees(git, present, target.commit)
-            ops = restore.plan_ops(self.workspace, changes, target.uncovered)
+            ops = restore.plan_ops(self.workspace, restore.diff_trees(git, present, target.commit))
             return _plan(target, ops)
 
     def rollback(self, *, steps: int | None = None, to: str | None = None) -> tuple[RollbackPlan, Checkpoint]:
@@ -698,8 +697,7 @@ class Checkpoints:
         self, loc: Location, git: Git, target: Checkpoint, *, tool: str
     ) -> tuple[RollbackPlan, Checkpoint]:
         before = self._create_locked(loc, git, tool, f"before rollback to {target.id}")
-        changes = restore.diff_trees(git, before.commit, target.commit)
-        ops = restore.plan_ops(self.workspace, changes, target.uncovered)
+        ops = restore.plan_ops(self.workspace, restore.diff_trees(git, before.commit, target.commit))
         _write_journal(loc, target)
         restore.apply_ops(git, self.workspace, ops)
         loc.journal.unlink(missing_ok=True)
@@ -712,13 +710,7 @@ class Checkpoints:
             return None
         try:
             data = json.loads(raw)
-            held = data.get("uncovered", [])  # absent in a journal from before
-            if not isinstance(held, list):
-                raise TypeError("uncovered")
-            target = Checkpoint(
-                **{k: data[k] for k in ("id", "ref", "commit", "time", "tool", "message")},
-                uncovered_paths=tuple(str(p) for p in held),
-            )
+            target = Checkpoint(**{k: data[k] for k in ("id", "ref", "commit", "time", "tool", "message")})
             git.run("cat-file", "-e", f"{target.commit}^{{tree}}")
         except (ValueError, KeyError, TypeError, CheckpointError):
             # the journal is written before any file is touched; unreadable means never used
@@ -1111,8 +1103,9 @@ def _count_objects(git: Git) -> dict[str, int]:
 
 
 def _write_journal(loc: Location, target: Checkpoint) -> None:
-    fields = {k: getattr(target, k) for k in ("id", "ref", "commit", "time", "tool", "message")}
-    data = json.dumps({**fields, "uncovered": list(target.uncovered)}).encode()
+    data = json.dumps(
+        {k: getattr(target, k) for k in ("id", "ref", "commit", "time", "tool", "message")}
+    ).encode()
     tmp = loc.journal.with_name(f"{loc.journal.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
