@@ -531,8 +531,9 @@ def test_thousands_of_files_over_the_budget_beside_small_ones_are_held_by_their_
     done = tether(repo, "run", "--json", "--permissions", "workspace", "touch made.txt", home=tmp_path)
     result = json.loads(done.stdout)
     assert result["state"] == "executed", result
-    (warning,) = [w for w in result["warnings"] if "too many to hold one by one" in w]
-    assert warning.endswith("are local.db, samples/"), warning  # local.db: a big file at the top
+    (warning,) = [w for w in result["warnings"] if "too many to hold read-only one by one" in w]
+    assert warning.startswith("3501 files over 0.001 MB"), warning  # local.db is one too
+    assert warning.endswith("snapshotted as usual): local.db, samples/"), warning  # a file at the top
     held = tether(
         repo, "run", "--json", "--permissions", "workspace", "rm samples/0007/meta.json", home=tmp_path
     )

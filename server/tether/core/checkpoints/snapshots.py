@@ -458,15 +458,15 @@ class Checkpoints:
         by_folder = _by_folder(str(self.workspace), big)
         held_big = _by_folder_up_to(by_folder, _HELD_AT_MOST)
         if big:
-            named = _named([p if p in big_files else f"{p}/ (every file in it)" for p in by_folder])
-            if held_big != by_folder:
-                named = (
-                    f"{len(big_files)} files, too many to hold one by one: held whole, with whatever "
-                    "else is in them, are " + _named([p if p in big_files else f"{p}/" for p in held_big])
-                )
             warnings.append(
                 f"not snapshotted (over {limit_mb:g} MB; rollback will neither restore nor delete them): "
-                + named
+                + _named([p if p in big_files else f"{p}/ (every file in it)" for p in by_folder])
+            )
+        if held_big != by_folder:
+            warnings.append(
+                f"{len(big_files)} files over {limit_mb:g} MB are too many to hold read-only one by one: "
+                "for the next call, these folders are read-only whole (what else they hold is "
+                "snapshotted as usual): " + _named([p if p in big_files else f"{p}/" for p in held_big])
             )
         if nested:
             warnings.append("nested repositories without a commit were skipped: " + _named(sorted(nested)))

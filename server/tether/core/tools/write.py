@@ -119,10 +119,11 @@ def prepared_edit(ctx: ToolContext, edit: FileEdit) -> Prepared:
         if any(path.is_relative_to(p) for path in leads_to for p in ctx.not_checkpointed):  # or inside
             limit = ctx.config.checkpoints.max_file_bytes / 1_000_000
             raise ToolInputError(
-                f"Error: {rel} is not in this call's checkpoint (over {limit:g} MB, in a folder of such "
-                "files, or a nested repository without a commit), so rollback could not restore it: "
-                "nothing was written. The user can raise `[checkpoints] max_file_bytes` in the user "
-                "config, or make the change themselves"
+                f"Error: {rel} is held read-only for this call: it is, or is in a folder of, what this "
+                f"call's checkpoint could not take (files over {limit:g} MB, or a nested repository "
+                "without a commit), so rollback could not restore it: nothing was written. The user "
+                "can raise `[checkpoints] max_file_bytes` in the user config, or make the change "
+                "themselves"
             )
         current, _ = load_base(ctx, edit.target)
         if edit.exclusive:
