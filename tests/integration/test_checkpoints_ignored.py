@@ -534,6 +534,9 @@ def test_thousands_of_files_over_the_budget_beside_small_ones_are_held_by_their_
     (warning,) = [w for w in result["warnings"] if "too many to hold read-only one by one" in w]
     assert warning.startswith("3501 files over 0.001 MB"), warning  # local.db is one too
     assert warning.endswith("snapshotted as usual): local.db, samples/"), warning  # a file at the top
+    listed = json.loads(tether(repo, "checkpoints", "--json", home=tmp_path).stdout)["checkpoints"][0]
+    assert "samples/0007/data.db" in listed["skipped"]  # what is not snapshotted, not what is held
+    assert "samples" not in listed["skipped"]
     held = tether(
         repo, "run", "--json", "--permissions", "workspace", "rm samples/0007/meta.json", home=tmp_path
     )

@@ -476,7 +476,7 @@ class Checkpoints:
                 "them): " + _named(unstorable)
             )
         skipped = (
-            *held_big,
+            *by_folder,  # what is not snapshotted; `held_big` may hold more (folded folders)
             *sorted(nested),
             *unstorable,
             *(f"exclude:{p}" for p in self.settings.exclude),
