@@ -442,6 +442,9 @@ def test_a_folder_of_files_over_the_budget_is_held_once(tmp_path: Path) -> None:
     cp = Checkpoints(repo, CheckpointSettings(max_file_bytes=1000)).create("t")
     held = [p for p in cp.uncovered if p.startswith(("data", "mixed"))]
     assert held == ["data/test", "data/train", "mixed/s0.db", "mixed/s1.db", "mixed/s2.db"]
+    # `skipped` (in `tether checkpoints --json`) still names each file, as it always has
+    assert {"data/train/s0.db", "data/test/s2.db"} <= set(cp.skipped)
+    assert "data/train" not in cp.skipped
     assert any("data/train/ (every file in it)" in w for w in cp.warnings)
     (repo / "data" / "empty").rmdir()
     again = Checkpoints(repo, CheckpointSettings(max_file_bytes=1000)).create("t")

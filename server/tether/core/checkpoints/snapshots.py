@@ -476,7 +476,7 @@ class Checkpoints:
                 "them): " + _named(unstorable)
             )
         skipped = (
-            *by_folder,  # what is not snapshotted; `held_big` may hold more (folded folders)
+            *big,  # each file, as before folders were held whole (`uncovered` holds those)
             *sorted(nested),
             *unstorable,
             *(f"exclude:{p}" for p in self.settings.exclude),
@@ -793,6 +793,9 @@ def _ancestors(path: str) -> Iterator[str]:
 
 _NAMED_AT_MOST = 10
 
+# How update-index says it left out a name it refuses to store, and goes on (exit 0)
+_GIT_IGNORED = b"Ignoring path "
+
 
 def _named(paths: builtins.list[str]) -> str:
     """A warning's list of paths, the first few by name: a data folder of 20,000 files over the
@@ -896,8 +899,8 @@ def _update_index(
         )  # fmt: skip
         if result.returncode == 0:
             refused = []
-            if b"Ignoring path " in result.stderr:
-                refused = [p for p in add if b"Ignoring path " + os.fsencode(p) + b"\n" in result.stderr]
+            if _GIT_IGNORED in result.stderr:
+                refused = [p for p in add if _GIT_IGNORED + os.fsencode(p) + b"\n" in result.stderr]
             return nested, vanished, refused
         _refuse_unreadable(result.stderr)
         failed = _UNPROCESSABLE.search(result.stderr)
@@ -966,7 +969,7 @@ def _force_remove(git: Git, paths: builtins.list[str]) -> None:
         "--stdin",
         input=b"".join(os.fsencode(p) + b"\0" for p in named),
     )
-    if b"Ignoring path " in result.stderr:
+    if _GIT_IGNORED in result.stderr:
         index = git.index_file
         if index is not None:
             index.unlink(missing_ok=True)
