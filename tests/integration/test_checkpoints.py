@@ -695,6 +695,39 @@ def test_a_rebuilt_private_index_writes_no_second_copy_of_the_tree(tmp_path: Pat
     assert store.plan_rollback(steps=2).restored == ("d0/f0.txt",)
 
 
+@pytest.mark.parametrize("adopted", [True, False], ids=["adopted", "from-scratch"])
+def test_a_checkpoint_refreshes_stat_data_that_changed_without_the_bytes(
+    tmp_path: Path, adopted: bool
+) -> None:
+    """Files touched but not changed (a copied repository, a branch checked out and back) get
+    their new stat data into the private index, so the next status does not hash them again."""
+    files = {f"d{i % 3}/f{i}.txt": f"{i}\n" for i in range(30)}
+    ws = init_repo(tmp_path / "r", files) if adopted else tmp_path / "plain"
+    if not adopted:
+        for rel, content in files.items():
+            (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+            (ws / rel).write_text(content)
+    store = Checkpoints(ws, CheckpointSettings())
+    store.create("first")
+    for rel in files:  # long ago: older than the index, so no entry is "racily clean"
+        os.utime(ws / rel, (1_700_000_000, 1_700_000_000))
+    cp = store.create("touched")
+    places = (ws / ".git" / "tether" / "index", *user_state_dir().rglob("index"))
+    index = next(p for p in places if p.is_file())
+    store_dir = index.parent / "store"
+    debug = subprocess.run(
+        ["git", f"--git-dir={store_dir}", "ls-files", "--debug"],
+        env={**os.environ, "GIT_INDEX_FILE": str(index)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    mtimes = [line.split()[1] for line in debug.splitlines() if line.strip().startswith("mtime:")]
+    assert len(mtimes) == len(files)
+    assert set(mtimes) == {"1700000000:0"}, "the touched files' entries still hold their old stat data"
+    assert store.files_changed_since(cp) == []
+
+
 def test_files_the_global_excludes_file_ignores_are_covered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -883,14 +916,16 @@ def test_many_changed_paths_go_into_one_pack(tmp_path: Path) -> None:
 
 def test_the_second_checkpoint_keeps_the_private_index(tmp_path: Path) -> None:
     """The first checkpoint adds `/.tether/` to the user's info/exclude; the store's copy of those
-    rules must already hold it, or the next checkpoint sees changed rules and rehashes every file."""
+    rules must already hold it, or the next checkpoint sees changed rules and rehashes every file.
+    (The index file itself may be rewritten once: git splits the adopted index.)"""
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n"})
     store = Checkpoints(repo, CheckpointSettings())
     store.create("first")
-    index = repo / ".git" / "tether" / "index"
-    before = index.stat().st_ino
-    store.create("second")  # nothing changed: git has no reason to rewrite the index
-    assert index.stat().st_ino == before
+    rules = repo / ".git" / "tether" / "store" / "info" / "exclude"
+    before = (rules.stat().st_ino, rules.stat().st_mtime_ns)
+    store.create("second")
+    assert (rules.stat().st_ino, rules.stat().st_mtime_ns) == before, "the rules changed: index rebuilt"
+    assert (repo / ".git" / "tether" / "index").is_file()
 
 
 def test_secrets_in_call_summaries_are_not_stored(tmp_path: Path) -> None:

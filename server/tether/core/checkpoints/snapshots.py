@@ -67,6 +67,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAINTENANCE_EVERY = 10
 PRUNE_GRACE = "1.hour.ago"
 """Unreachable objects younger than this are kept: a checkpoint being written may still need them."""
+_REFRESH_STAT_DATA = {"GIT_OPTIONAL_LOCKS": "1"}
+"""Let the store's `git status` write back the stat data it refreshed. Why: a file whose stat data
+changed but not its bytes (the repository copied or restored, a branch checked out and back, a
+file saved unchanged, a rollback's rewrite) is otherwise read and hashed again by every checkpoint,
+since nothing else updates its entry: 20,000 such files made each checkpoint 3.6 times slower
+(190 ms against 53 ms). Only our private index is written, under the store's lock."""
 
 
 @dataclass(frozen=True)
@@ -325,16 +331,19 @@ class Checkpoints:
             "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
             "--no-renames", "--ignore-submodules=dirty",
         )  # fmt: skip
+        # The status refreshes the private index's stat data, as the user's own `git status` does
+        # for the user's index, except while the adoption's thread may write that index.
+        refresh = _REFRESH_STAT_DATA if adoption is None else None
         unverified: list[str] = []
         try:
             try:
-                status = git.run(*status_args, timeout=GIT_STUCK_AFTER)
+                status = git.run(*status_args, timeout=GIT_STUCK_AFTER, env=refresh)
             except CheckpointError as exc:
                 if "index" not in str(exc) or adoption is not None:
                     raise
                 # the private index is only a cache (e.g. torn by a power cut): rebuild it from scratch
                 loc.index.unlink(missing_ok=True)
-                status = git.run(*status_args, timeout=GIT_STUCK_AFTER)
+                status = git.run(*status_args, timeout=GIT_STUCK_AFTER, env=refresh)
             if adoption is not None:
                 # entries the user's index got wrong are out of it now: recorded as they are on disk
                 unverified = adoption.finish()
