@@ -56,8 +56,17 @@ ROWS: list[tuple[str, str, str]] = [
     ("rg x /etc", "read", "path.outside_workspace"),
     ("rg -f /etc/passwd x", "read", "path.outside_workspace"),
     ("rg --file=/etc/passwd x", "read", "path.outside_workspace"),
+    # an option after the operands still counts (getopt_long moves it ahead): the first is a file
+    ("rg /etc/ssh --files", "read", "path.outside_workspace"),
+    ("rg .env -e SECRET", "read", "path.secret"),
+    ("rg /etc/passwd --regexp=root", "read", "path.outside_workspace"),
     # --- grep --------------------------------------------------------------------------
     ("grep -rn foo .", "read", OK),
+    ("grep foo README.md -e bar", "read", OK),
+    ("grep .env -e SECRET", "read", "path.secret"),
+    ("grep /etc/passwd -e root", "read", "path.outside_workspace"),
+    ("grep /etc/passwd --file=README.md", "read", "path.outside_workspace"),
+    ("git grep /etc/passwd -e root", "read", "path.outside_workspace"),
     ("grep -rnA3 foo src", "read", OK),
     ("grep -e foo -e bar README.md", "read", OK),
     ("grep -3 foo README.md", "read", OK),
@@ -86,6 +95,8 @@ ROWS: list[tuple[str, str, str]] = [
     ("sed 10q README.md", "read", OK),
     ("sed -ne '$p' README.md", "read", OK),
     ("sed -i 's/a/b/' x", "command", "flag.denied"),
+    ("sed -n .env -e p", "read", "path.secret"),
+    ("sed -n /etc/passwd --expression=p", "read", "path.outside_workspace"),
     ("sed -ni 1p x", "command", "flag.denied"),
     ("sed --in-place s/a/b/ x", "command", "flag.denied"),
     ("sed --in-pl s/a/b/ x", "command", "flag.denied"),  # abbreviation of --in-place
@@ -120,6 +131,8 @@ ROWS: list[tuple[str, str, str]] = [
     ("tail -n 20 x", "read", OK),
     ("tail -f x", "read", "flag.denied"),
     ("tail -F x", "read", "flag.denied"),
+    ("tail +1f README.md", "read", "flag.denied"),  # obsolete `+N` form: -n +1 -f
+    ("tail -n 2 README.md", "read", OK),
     ("tail --follow=name x", "read", "flag.denied"),
     ("tail --fol x", "read", "flag.denied"),
     ("head -n 5 x", "read", OK),

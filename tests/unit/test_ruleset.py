@@ -224,6 +224,27 @@ def test_an_allow_rule_never_lets_a_path_outside_the_workspace_through(tmp_path:
         assert not verdict.allowed, escape
 
 
+
+@pytest.mark.parametrize(
+    ("approved", "command"),
+    [
+        (["git", "stash"], "git stash show --name-only --output=.git/config"),
+        (["git", "stash"], "git stash show -p --output=.envrc"),
+        (["git", "stash"], "git stash show -p --output=sub/.vscode/settings.json"),
+        (["git", "checkout"], "git checkout t -- .envrc"),
+        (["tool"], "tool sub/.git/hooks/pre-commit"),
+    ],
+)
+def test_an_allow_rule_never_lets_a_protected_file_be_written(
+    tmp_path: Path, approved: list[object], command: str
+) -> None:
+    """What "Always allow" writes (`git stash`, `git checkout`) lets through options no schema
+    checked: any file a command names may be one it writes, so protected ones stay refused."""
+    settings = settings_with(rule(approved))
+    assert decide(" ".join(map(str, approved)) + " list", "command", tmp_path, settings).allowed
+    verdict = decide(command, "command", tmp_path, settings)
+    assert verdict.rule == "path.protected", (verdict.rule, verdict.reason)
+
 def test_an_allow_rule_does_not_apply_in_read_mode(tmp_path: Path) -> None:
     assert not decide("tool x", "read", tmp_path, settings_with(rule(["tool"]))).allowed
 

@@ -117,15 +117,20 @@ def check_value(parsed: Parsed, spec: Spec, what: str, kind: Kind, value: str) -
 
 
 def parse_args(args: Sequence[str], spec: Spec) -> Parsed:
-    """Walk `args` (without the program name) against `spec`; raise Deny at the first bad one."""
+    """Walk `args` (without the program name) against `spec`; raise Deny at the first bad one.
+
+    Operands are classified once every option is known: getopt_long moves options ahead of
+    operands, so in `grep .env -e x` the `-e` makes `.env` a file to read, not the pattern.
+    """
     parsed = Parsed()
+    operands: list[str] = []
     i = 0
     only_operands = False
     while i < len(args):
         arg = args[i]
         i += 1
         if only_operands or arg == "-" or not arg.startswith("-"):
-            _operand(parsed, spec, arg)
+            operands.append(arg)
             continue
         if arg == "--":
             only_operands = True
@@ -153,6 +158,8 @@ def parse_args(args: Sequence[str], spec: Spec) -> Parsed:
             parsed.options.append("-NUM")
             continue
         i = _short_cluster(args, i, arg, parsed, spec)
+    for operand in operands:
+        _operand(parsed, spec, operand)
     return parsed
 
 

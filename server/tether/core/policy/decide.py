@@ -349,7 +349,9 @@ def _check_command(
         ask = ask or _workspace_program(literal_argv, mode, workspace, settings, base)
         _generic_paths(expanded, workspace, settings, base, write=True)
     elif user_rule or ask is not None:
-        _generic_paths(expanded, workspace, settings, base, write=ask is not None or name in NETWORK_CLIENTS)
+        # A rule lets through what no schema checked: any operand may be a file it writes
+        # (`git stash show --output=.git/config` under an "Always allow `git stash`")
+        _generic_paths(expanded, workspace, settings, base, write=True)
     elif program is not None:
         if mode not in program.modes and mode != "workspace":
             raise Deny(

@@ -355,6 +355,18 @@ def _diff(args: Sequence[str], mode: Mode) -> Parsed:
     return parsed
 
 
+def _tail(args: Sequence[str], mode: Mode) -> Parsed:
+    """`tail +1f FILE` is the obsolete form of `tail -n +1 -f FILE`: it follows the file forever."""
+    parsed = parse_args(args, TAIL)
+    if parsed.positionals and parsed.positionals[0].startswith("+"):
+        raise Deny(
+            "flag.denied",
+            f"`tail {parsed.positionals[0]}` is the obsolete `+N` form, which may follow the file forever",
+            "write `tail -n +N FILE`",
+        )
+    return parsed
+
+
 def _echo(args: Sequence[str], mode: Mode) -> Parsed:
     """Every argument of echo is text (bash's builtin knows only -n -e -E and never fails)."""
     return Parsed(positionals=list(args))
@@ -374,7 +386,6 @@ FILE_PROGRAMS: tuple[Program, ...] = (
             LS,
             CAT,
             HEAD,
-            TAIL,
             WC,
             FILE,
             STAT,
@@ -402,6 +413,7 @@ FILE_PROGRAMS: tuple[Program, ...] = (
         )
     ),
     Program("diff", frozenset({"read", "command"}), _diff, "compare files"),
+    Program("tail", frozenset({"read", "command"}), _tail, "list, read or inspect files"),
     Program("echo", frozenset({"read", "command"}), _echo, "print text"),
     Program("date", frozenset({"read", "command"}), _date, "display the date"),
 )
