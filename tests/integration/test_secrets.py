@@ -260,6 +260,40 @@ def test_no_program_in_the_sandbox_can_read_a_secret(ws: Path, backend: str) -> 
     assert (ws / ".env").read_text() == f"API_KEY={KEY}\n"  # writing the masked file reached nothing
 
 
+UNPACK_STORES = (  # `.git` spelled in two parts: a word naming a protected path is refused earlier
+    "import glob, zlib; found = glob.glob('**/.gi' + 't/tether/**/objects/??/*', recursive=True); "
+    "print('objects', len(found)); [print(zlib.decompress(open(f, 'rb').read())) for f in found]"
+)
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
+def test_no_program_in_the_sandbox_can_read_a_checkpoint_of_a_secret(
+    ws: Path, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint holds the `.env` it took (so a rollback can put it back): the stores, the
+    workspace's and another repository's inside it, are hidden like the file itself."""
+    if backend not in _backends():
+        pytest.skip(f"{backend} does not work on this machine")
+    from tether.core.checkpoints import Checkpoints
+    from tether.core.config import CheckpointSettings
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    inner = init_repo(ws / "lib", {"lib.py": "x = 1\n"})
+    (inner / ".env").write_text(f"INNER_KEY={KEY}-inner\n")
+    Checkpoints(inner, CheckpointSettings()).create("the inner repository opened on its own")
+    Checkpoints(ws, CheckpointSettings()).create("before a command")
+    session = open_session(ws, FaceOverrides(permissions="all", sandbox=backend), config=EffectiveConfig())
+    run, _ = session.run_in_sandbox(["python3", "-c", UNPACK_STORES], cwd=ws)
+    assert "objects" in run.stdout, run.stderr  # it ran
+    assert KEY not in run.stdout + run.stderr, backend
+    outside = open_session(
+        ws, FaceOverrides(permissions="read,command,workspace", sandbox=backend), config=EffectiveConfig()
+    )
+    result = outside.gate.call("bash_command", {"command": f'python3 -c "{UNPACK_STORES}"'})
+    assert "objects" in result.text, result.text
+    assert KEY not in result.text, backend
+
+
 def test_tether_sandbox_cat_env_does_not_print_it(ws: Path, tmp_path: Path) -> None:
     if not _backends():
         pytest.skip("no sandbox backend works here")

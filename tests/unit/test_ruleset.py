@@ -224,7 +224,6 @@ def test_an_allow_rule_never_lets_a_path_outside_the_workspace_through(tmp_path:
         assert not verdict.allowed, escape
 
 
-
 @pytest.mark.parametrize(
     ("approved", "command"),
     [
@@ -244,6 +243,7 @@ def test_an_allow_rule_never_lets_a_protected_file_be_written(
     assert decide(" ".join(map(str, approved)) + " list", "command", tmp_path, settings).allowed
     verdict = decide(command, "command", tmp_path, settings)
     assert verdict.rule == "path.protected", (verdict.rule, verdict.reason)
+
 
 def test_an_allow_rule_does_not_apply_in_read_mode(tmp_path: Path) -> None:
     assert not decide("tool x", "read", tmp_path, settings_with(rule(["tool"]))).allowed

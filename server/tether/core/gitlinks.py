@@ -30,6 +30,7 @@ import errno
 import os
 import stat
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -281,3 +282,27 @@ def _listing(directory: str) -> _Listing | None:
     with _cache_lock:
         _listings[directory] = (stamp, listing)
     return listing
+
+
+def checkpoint_stores(workspace: Path, repositories: Iterable[Path] = ()) -> tuple[Path, ...]:
+    """Tether's checkpoint stores a command run in `workspace` could read: `tether/` in the git dir
+    of the repository holding the workspace, and in those of `repositories` (the `.git` of other
+    repositories inside it, from `protected_git_paths`), where one exists.
+
+    Why the sandbox hides them like secrets: a checkpoint holds every file it took, the git-ignored
+    `.env` included, and any program can decompress git's objects."""
+    root = os.path.realpath(workspace)
+    up = (root, *map(str, Path(root).parents))
+    holder = next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
+    dot_gits = [os.path.join(holder, ".git")] if holder is not None else []
+    dot_gits += [str(p) for p in repositories if p.name == ".git"]
+    stores: dict[Path, None] = {}
+    for dot_git in dot_gits:
+        gitdir = _gitdir_of(dot_git)
+        if gitdir is None:
+            continue
+        for directory in dict.fromkeys((os.path.realpath(gitdir), _common_of(gitdir))):
+            store = os.path.join(directory, "tether")
+            if os.path.isdir(store) and not os.path.islink(store):
+                stores.setdefault(Path(store))
+    return tuple(stores)

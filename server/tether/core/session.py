@@ -124,10 +124,12 @@ class Session:
         limit = timeout if timeout is not None else settings.command_timeout
         if not 0 < limit <= MAX_COMMAND_TIMEOUT:
             raise ConfigError(f"--timeout must be between 1 and {MAX_COMMAND_TIMEOUT} seconds")
+        from tether.core.gitlinks import checkpoint_stores
         from tether.core.sandbox import RunRequest, select_runner
         from tether.core.secret_files import find_secret_paths
 
         runner = self.gate.runner() if backend is None else select_runner(settings)
+        protected = self.protected_paths()
         request = RunRequest(
             argv=tuple(argv),
             script=None,
@@ -135,11 +137,12 @@ class Session:
             workspace=self.workspace,
             timeout=limit,
             max_output_bytes=settings.max_output_bytes,
-            protected=self.protected_paths(),
+            protected=protected,
             env_passthrough=settings.env_passthrough,
             masked=find_secret_paths(
                 self.workspace, self.config.policy.secrets, skip_dirs=self.config.checkpoints.regenerated
-            ),
+            )
+            + checkpoint_stores(self.workspace, protected),
         )
         return runner.run(request), runner.name
 
