@@ -202,6 +202,27 @@ def test_args_string_is_split_and_message_forms(hostile: tuple[Path, Path]) -> N
     assert list(markers.iterdir()) == []
 
 
+@pytest.mark.parametrize("args", [["-A"], ["-A", "conf"], ["-u"], ["conf"]])
+def test_no_add_stages_a_secret_file(hostile: tuple[Path, Path], args: list[str]) -> None:
+    """Staged, a `.env` is in git's objects, and `git show :.env` or `git diff --cached` prints it:
+    neither `-A` nor a folder stages one, new or tracked (`.gitignore` is the agent's to edit)."""
+    repo, _ = hostile
+    (repo / "conf").mkdir()
+    (repo / "conf" / ".env.production").write_text("tracked\n")
+    assert plain_git(repo, "add", "-f", "conf/.env.production").returncode == 0
+    assert plain_git(repo, "commit", "-q", "--no-verify", "-m", "oops").returncode == 0
+    (repo / "conf" / ".env.production").write_text("KEY=changed\n")
+    (repo / "conf" / ".env").write_text("KEY=new\n")
+    (repo / ".env").write_text("KEY=new\n")
+    (repo / "conf" / "app.py").write_text("x = 1\n")
+    out = run(GIT, make_ctx(repo), {"operation": "add", "args": args})
+    assert out.ok, out.text
+    staged = plain_git(repo, "diff", "--cached", "--name-only").stdout.split()
+    assert not {".env", "conf/.env", "conf/.env.production"} & set(staged), staged
+    if args != ["-u"]:
+        assert "conf/app.py" in staged  # the rest of what was asked for is staged
+
+
 def test_commit_without_message_and_add_without_paths(hostile: tuple[Path, Path]) -> None:
     repo, _ = hostile
     with pytest.raises(ToolInputError, match="commit needs a message"):

@@ -219,6 +219,16 @@ ROWS: list[tuple[str, str, str]] = [
     # --- git ---------------------------------------------------------------------------
     ("git log --oneline -n 5", "read", OK),
     ("git log -5 --stat", "read", OK),
+    # a file in a commit or the index is a path too: `git show HEAD:.env` prints the committed key
+    ("git show HEAD:.env", "read", "path.secret"),
+    ("git show :.env", "read", "path.secret"),
+    ("git show :2:.env", "read", "path.secret"),
+    ("git show HEAD~1:./.env.local", "read", "path.secret"),
+    ("git grep KEY HEAD:.env", "read", "path.secret"),
+    ("git diff HEAD:README.md HEAD:.env", "read", "path.secret"),
+    ("git show HEAD:../../etc/passwd", "read", "path.outside_workspace"),
+    ("git show HEAD:README.md", "read", OK),
+    ("git show :/fix the bug", "read", OK),  # `:/text` searches commit messages
     ("git diff -M50% HEAD~1", "read", OK),
     ("git diff --name-on", "read", OK),  # abbreviation of --name-only
     ("git --no-pager diff --cached", "read", OK),

@@ -240,7 +240,11 @@ def build_argv(operation: str, args: list[str], ctx: ToolContext) -> list[str]:
     if operation == "add":
         if not rel_paths and not flags:
             raise ToolInputError("git_operation: add needs paths (or -A / -u)")
-        return ["--no-pager", "add", *flags, "--", *rel_paths]
+        # Each name literally (the policy checked it: `*.env` must not become a pattern, nor `:(top)x`
+        # a file outside a workspace below the repository's top), and the secret files excluded, so
+        # that neither `-A` nor a folder ever stages `.env`: git would then print it to any reader.
+        literal = [f":(literal){p}" for p in rel_paths or ["."]]
+        return ["--no-pager", "add", *flags, "--", *literal, *secret_exclusions(ctx.config.policy.secrets)]
     if not messages or not any(m.strip() for m in messages):
         raise ToolInputError('git_operation: commit needs a message: args ["-m", "message"]')
     argv = ["--no-pager", "commit", "--no-verify", "--no-gpg-sign"]
@@ -301,8 +305,8 @@ def _no_new_submodule(top: Path, git_dir: Path, before: frozenset[str]) -> str |
 
 
 def secret_exclusions(settings: SecretSettings) -> list[str]:
-    """Pathspecs that keep secret files out of a diff (docs/secrets.md): a tracked `.env` shows as
-    changed in `status`, but its lines never reach the model."""
+    """Pathspecs that keep secret files out of a diff and an add (docs/secrets.md): a tracked `.env`
+    shows as changed in `status`, but its lines never reach the model, and no add stages one."""
     return [f":(top,exclude,icase,glob){glob}" for glob in secret_globs(settings)]
 
 
@@ -338,11 +342,6 @@ class GitOperationTool:
                 raise ToolInputError("Error: the workspace is not inside a git repository")
             if operation == "commit":
                 env.update(_identity(git, workspace, env))
-            if operation == "add":
-                # the policy checked each name, so git must not read it as a pattern: `*.env` would
-                # stage the secret `.env`, `:(top)x` a file outside a workspace below the repository's
-                # top (status and diff only read, and diff's secret exclusions are magic pathspecs)
-                env["GIT_LITERAL_PATHSPECS"] = "1"
             with contextlib.ExitStack() as stack:
                 # add and commit write the index: not while an approved git command has a writable
                 # `.git` (its undo puts back the index it saved, and this add would be lost with it)

@@ -411,6 +411,19 @@ _SPECIAL: dict[str, Callable[[Sequence[str]], Parsed]] = {"remote": _remote, "st
 READ_ONLY_SUBCOMMANDS = tuple(sorted({*SPECS, *_SPECIAL}))
 
 
+def in_a_tree(arg: str) -> str | None:
+    """The path in git's names for a file in a commit or the index: `REV:PATH`, `:PATH`, `:N:PATH`.
+    None for anything else, for a tree's root (`HEAD:`) and for `:/text` (a search of commit
+    messages). Why: the word as a whole names no file, but git prints the committed `.env` for
+    `git show HEAD:.env`; the path in it gets the checks of any path."""
+    rev, colon, path = arg.partition(":")
+    if not colon or arg.startswith(":/"):
+        return None
+    if not rev and path[:1] in ("0", "1", "2", "3") and path[1:2] == ":":
+        path = path[2:]
+    return path or None
+
+
 def _git(args: Sequence[str], mode: Mode) -> Parsed:
     parsed = Parsed()
     cdir = "."
@@ -470,6 +483,8 @@ def _git(args: Sequence[str], mode: Mode) -> Parsed:
     parsed.positionals.extend(inner.positionals)
     # The subcommand's paths are relative to the directory git runs in.
     parsed.read_paths.extend(_join(cdir, p) for p in inner.read_paths)
+    # `HEAD:.env` names a file too, the one in that commit: checked as well (`git show HEAD:.env`)
+    parsed.read_paths.extend(_join(cdir, p) for p in map(in_a_tree, inner.read_paths) if p is not None)
     parsed.write_paths.extend(_join(cdir, p) for p in inner.write_paths)
     parsed.values.extend(inner.values)
     if cdir != ".":
