@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _checkpoint_support import init_repo, tether, user_git_state
+from _checkpoint_support import init_repo, snapshot_files, tether, user_git_state
 
 
 @pytest.fixture
@@ -96,13 +96,26 @@ def test_rollback_errors_are_clear(repo: Path, tmp_path: Path) -> None:
 
 
 def test_git_enabled_false_disables_with_a_warning(repo: Path, tmp_path: Path) -> None:
-    (repo / ".tether").mkdir()
-    (repo / ".tether" / "config.toml").write_text("[tool_safety]\ngit_enabled = false\n")
+    (tmp_path / "config" / "tether").mkdir(parents=True)
+    (tmp_path / "config" / "tether" / "config.toml").write_text("[tool_safety]\ngit_enabled = false\n")
     made = tether(repo, "checkpoint", home=tmp_path)
     assert made.returncode != 0
     assert "rollback is unavailable" in made.stderr
     listed = tether(repo, "checkpoints", home=tmp_path)
     assert "disabled" in listed.stderr
+
+
+def test_a_project_cannot_switch_checkpoints_off(repo: Path, tmp_path: Path) -> None:
+    """The repository is not trusted: its `.tether/config.toml` may not take your way back away."""
+    (repo / ".tether").mkdir()
+    (repo / ".tether" / "config.toml").write_text(
+        "[tool_safety]\ngit_enabled = false\n[checkpoints]\nexclude = ['*']\nkeep_count = 1\n"
+    )
+    made = tether(repo, "checkpoint", home=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "git_enabled = False` is ignored" in made.stderr
+    assert "`checkpoints.exclude` is ignored" in made.stderr
+    assert "a.txt" in snapshot_files(repo, made.stdout.strip())  # `*` excluded nothing
 
 
 def test_listing_still_works_mid_merge_and_rollback_is_refused(repo: Path, tmp_path: Path) -> None:

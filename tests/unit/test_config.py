@@ -214,6 +214,10 @@ def test_every_declared_key_obeys_its_trust_rule_from_the_project(key: core_conf
         assert from_project == replace(default, warnings=from_project.warnings)
         assert any("the allow rule `curl` is ignored" in w for w in from_project.warnings)
         assert user_set != default
+    elif key.trust in ("safety_on", "safety_max"):  # the samples make checkpoints take or keep less
+        assert from_project == replace(default, warnings=from_project.warnings)
+        assert any(f"`{key.dotted} = " in w and "is ignored" in w for w in from_project.warnings)
+        assert user_set != default
     else:
         assert from_project.warnings == ()
 
@@ -228,6 +232,19 @@ def test_limits_from_the_project_only_go_down() -> None:
         assert getattr(getattr(folded, section), key.field) == SAMPLES[key.name], key.dotted
 
 
+def test_the_project_may_make_checkpoints_undo_more_never_less() -> None:
+    """A repository cannot switch rollback off or shrink what it covers (a `.tether/config.toml`
+    with `git_enabled = false` or `keep_count = 1`), but may ask for more than the user's settings."""
+    user = {"checkpoints": {"enabled": False, "max_file_bytes": 1000, "keep_count": 50, "keep_days": 2}}
+    project = {"checkpoints": {"enabled": True, "max_file_bytes": 9000, "keep_count": 80, "keep_days": 9}}
+    more = config_from_mappings(user, project).checkpoints
+    assert (more.enabled, more.max_file_bytes, more.keep_count, more.keep_days) == (True, 9000, 80, 9)
+    less = config_from_mappings({}, {"tool_safety": {"git_enabled": False}, "checkpoints": {"keep_count": 1}})
+    assert less.checkpoints.enabled
+    assert less.checkpoints.keep_count == 200
+    assert len(less.warnings) == 2
+
+
 def test_the_widening_keys_are_declared_user_only() -> None:
     """Declaring a widening key as `any` by mistake would pass the generic test: pin the list."""
     user_only = {k.dotted for k in core_config.KEYS if k.trust == "user"}
@@ -237,9 +254,13 @@ def test_the_widening_keys_are_declared_user_only() -> None:
         "policy.allow",
         "sandbox.backend",
         "sandbox.env_passthrough",
+        "checkpoints.exclude",
         "checkpoints.regenerated",
         "secrets.allow",
         "hooks",
+        "agent.model",
+        "agent.max_tokens",
+        "agent.system_prompt",
         "agent.api_key",
         "agent.base_url",
         "transforms",

@@ -334,10 +334,11 @@ class _Reader:
 
 # --- the keys, declared once ----------------------------------------------------------------------
 
-Trust = Literal["any", "user", "narrow_min", "narrow_and", "strict_rules"]
+Trust = Literal["any", "user", "narrow_min", "strict_rules", "safety_on", "safety_max"]
 """Who may set a key: any layer; only the user config (`user`); any layer, but a layer the
-repository controls only lowers it (`narrow_min`, for limits) or turns it off (`narrow_and`), or
-adds only ask and deny rules (`strict_rules`)."""
+repository controls only lowers it (`narrow_min`, for limits), adds only ask and deny rules
+(`strict_rules`), only turns a safety net on (`safety_on`: checkpoints) or only raises what it keeps
+(`safety_max`: the file size checkpoints take, how long they are kept)."""
 
 Read = Callable[["_Reader", str], Any]
 
@@ -476,7 +477,7 @@ _TIMEOUT = _number(1, MAX_COMMAND_TIMEOUT)
 
 KEYS: tuple[Key, ...] = (
     # the seed's `tool_safety` block
-    Key("tool_safety", "git_enabled", "checkpoints", "enabled", _bool, "narrow_and"),
+    Key("tool_safety", "git_enabled", "checkpoints", "enabled", _bool, "safety_on"),
     Key("tool_safety", "command_whitelist", "policy", "extra_allowed", _strings, "user", append=True),
     Key("tool_safety", "command_timeout", "sandbox", "command_timeout", _TIMEOUT, "narrow_min"),
     Key("tool_safety", "firejail_enabled", "sandbox", "backend", _firejail_flag, "user"),
@@ -497,21 +498,22 @@ KEYS: tuple[Key, ...] = (
     Key("sandbox", "max_parallel", "sandbox", "max_parallel", _integer(1, 32), "narrow_min"),
     Key("sandbox", "env_passthrough", "sandbox", "env_passthrough", _strings, "user", append=True),
     # [checkpoints]
-    Key("checkpoints", "enabled", "checkpoints", "enabled", _bool, "narrow_and"),
-    Key("checkpoints", "max_file_bytes", "checkpoints", "max_file_bytes", _integer(0)),
+    # [checkpoints]: what rollback can undo; the project may only make it undo more
+    Key("checkpoints", "enabled", "checkpoints", "enabled", _bool, "safety_on"),
+    Key("checkpoints", "max_file_bytes", "checkpoints", "max_file_bytes", _integer(0), "safety_max"),
     Key("checkpoints", "time_budget_seconds", "checkpoints", "time_budget_seconds", _number(0.1)),
-    Key("checkpoints", "exclude", "checkpoints", "exclude", _strings, append=True),
+    Key("checkpoints", "exclude", "checkpoints", "exclude", _strings, "user", append=True),
     Key("checkpoints", "regenerated", "checkpoints", "regenerated", _strings, "user", append=True),
-    Key("checkpoints", "keep_count", "checkpoints", "keep_count", _integer(1)),
-    Key("checkpoints", "keep_days", "checkpoints", "keep_days", _number(0.01)),
+    Key("checkpoints", "keep_count", "checkpoints", "keep_count", _integer(1), "safety_max"),
+    Key("checkpoints", "keep_days", "checkpoints", "keep_days", _number(0.01), "safety_max"),
     # [hooks]: commands that run on every call, so only the user may add them
     Key("hooks", "pre_tool_use", "hooks", "pre_tool_use", _hooks, "user", True, "hooks"),
     Key("hooks", "post_tool_use", "hooks", "post_tool_use", _hooks, "user", True, "hooks"),
-    # [agent]
-    Key("agent", "model", "agent", "model", _text),
-    Key("agent", "max_tokens", "agent", "max_tokens", _integer(1, 200_000)),
+    # [agent]: the model you pay for and the instructions it follows are yours to choose
+    Key("agent", "model", "agent", "model", _text, "user"),
+    Key("agent", "max_tokens", "agent", "max_tokens", _integer(1, 200_000), "user"),
     Key("agent", "temperature", "agent", "temperature", _number(0, 1)),
-    Key("agent", "system_prompt", "agent", "system_prompt", _text),
+    Key("agent", "system_prompt", "agent", "system_prompt", _text, "user"),
     Key("agent", "max_cost", "agent", "max_cost", _number(0), "narrow_min"),
     Key("agent", "verbosity", "agent", "verbosity", _choice("silent", "normal", "verbose", "debug")),
     Key("agent", "prune_old", "agent", "prune_old", _integer(1)),
@@ -567,6 +569,12 @@ def _apply(
                     )
             value = tuple(rule for rule in value if rule.decision != "allow")
         current = top[key.field] if not key.section else getattr(sections[key.section], key.field)
+        if not trusted and _weakens(key, current, value):
+            warnings.append(
+                f"{where}: `{key.dotted} = {value!r}` is ignored: only the user config may make "
+                "checkpoints take or keep less"
+            )
+            continue
         merged = _fold(key, current, value, trusted=trusted)
         if merged is None:
             continue
@@ -580,11 +588,18 @@ def _apply(
     return EffectiveConfig(**sections, **top, warnings=tuple(warnings), sources=base.sources)
 
 
+def _weakens(key: Key, current: Any, value: Any) -> bool:
+    """Would this value from the repository make rollback undo less than the user's settings?"""
+    if key.trust == "safety_on":
+        return bool(current) and not value
+    if key.trust == "safety_max":
+        return value is not None and current is not None and value < current
+    return False
+
+
 def _fold(key: Key, current: Any, value: Any, *, trusted: bool) -> Any:
     if value is None:
         return None
-    if key.trust == "narrow_and":
-        return bool(current) and bool(value)
     if key.trust == "narrow_min" and not trusted and current is not None:
         return min(current, value)
     if key.append:
