@@ -246,6 +246,47 @@ def test_git_refuses_a_directory_shaped_like_a_bare_repository(tree: dict[str, P
     assert decide("git -C src status", "read", tree["ws"], SETTINGS).allowed  # ws has .git
 
 
+@pytest.mark.parametrize(
+    ("selector", "content", "command", "runs_theirs"),
+    [
+        ("rust-toolchain.toml", '[toolchain]\npath = "/proc/self/cwd/tools"\n', "cargo --version", True),
+        ("rust-toolchain.toml", '[toolchain]\npath = "/proc/self/cwd/tools"\n', "rustc -V", True),
+        ("rust-toolchain.toml", '[toolchain]\nchannel = "1.80"\n', "cargo --version", False),
+        ("rust-toolchain.toml", '[toolchain]\npath = "/x"\n', "python3 --version", False),  # not rust's
+        ("rust-toolchain", "/proc/self/cwd/tools\n", "cargo --version", True),
+        (".tool-versions", "python path:./tools/py\n", "python3 --version", True),
+        (".tool-versions", "nodejs ref:v20.0.0\n", "node --version", True),
+        (".tool-versions", "python 3.12.1\nnodejs 20.1.0\n", "python3 --version", False),
+        ("mise.toml", '[env]\n_.source = "./evil.sh"\n', "go version", True),
+        (".python-version", "../../../tmp/evil\n", "python3 --version", True),
+        (".python-version", "3.11.7\n", "python3 --version", False),
+        (".nvmrc", "lts/iron\n", "node --version", False),
+        (".nvmrc", "./node\n", "node --version", True),
+    ],
+)
+def test_read_mode_refuses_a_toolchain_the_repository_chooses(
+    tree: dict[str, Path], selector: str, content: str, command: str, runs_theirs: bool
+) -> None:
+    """`cargo --version` with a rust-toolchain.toml naming `path = …` runs the repository's program
+    (rustup, asdf, mise and pyenv read these first): read mode refuses it, command mode
+    (sandboxed) allows it, and one in a subfolder counts when the command runs there."""
+    ws = tree["ws"]
+    (ws / "sub").mkdir(exist_ok=True)
+    (ws / selector).write_text(content)
+    decision = decide(command, "read", ws, SETTINGS)
+    assert decision.allowed is not runs_theirs, decision.reason
+    if runs_theirs:
+        assert decision.rule == "command.toolchain"
+        assert selector in decision.reason
+        assert decide(command, "read", ws, SETTINGS, cwd=Path("sub")).rule == "command.toolchain"
+        assert decide(command, "command", ws, SETTINGS).allowed
+
+
+def test_a_selector_that_cannot_be_read_counts_as_naming_a_program(tree: dict[str, Path]) -> None:
+    os.mkfifo(tree["ws"] / ".python-version")  # never waited for
+    assert decide("python3 --version", "read", tree["ws"], SETTINGS).rule == "command.toolchain"
+
+
 def test_decide_argv_checks_paths_literally(tree: dict[str, Path]) -> None:
     ws = tree["ws"]
     assert decide_argv(["cat", "src/app.py"], "read", ws, SETTINGS).allowed

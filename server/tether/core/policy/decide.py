@@ -29,8 +29,10 @@ from tether.core.policy.paths import (
     check_path,
     real_workspace,
     resolve_checked,
+    toolchain_trap,
 )
 from tether.core.policy.programs import BLOCKED, NEVER_IN_WORKSPACE, PROGRAMS
+from tether.core.policy.programs.build import BUILD_PROGRAMS
 from tether.core.policy.ruleset import strictest
 from tether.core.policy.settings import PolicySettings
 from tether.core.policy.types import MODES, Ask, Decision, Deny, Mode, Redirect, Segment
@@ -375,6 +377,8 @@ def _check_command(
                 _require_path(_at(base, p), workspace, True, settings, name)
             if name == "git":
                 _git_trap(parsed.values, workspace, base)
+            if mode == "read" and name in _TOOLCHAIN_PROGRAMS:
+                _toolchain_trap(name, workspace, base)
     else:
         ask = _asked_instead(_refusal(name, expanded), literal_argv, mode, argv)
         if ask is None and not (mode == "workspace" and name not in NEVER_IN_WORKSPACE):
@@ -551,6 +555,22 @@ def _git_trap(values: Sequence[tuple[str, str]], workspace: Path, base: str) -> 
             f"git would treat {trap!r} as a bare repository and obey its config",
             "remove the HEAD/objects/refs files there, or run git from the real repository",
             program="git",
+        )
+
+
+_TOOLCHAIN_PROGRAMS = frozenset(p.name for p in BUILD_PROGRAMS)
+"""Programs a version manager's shim may stand in for (`cargo`, `python3`, `node`, `go`, …)."""
+
+
+def _toolchain_trap(name: str, workspace: Path, base: str) -> None:
+    selector = toolchain_trap(name, base or ".", workspace)
+    if selector is not None:
+        raise Deny(
+            "command.toolchain",
+            f"{selector!r} makes a version manager run a program of the repository's choosing as "
+            f"`{name}`; in read mode nothing from the repository may run",
+            "run it in command mode, where the sandbox contains it",
+            program=name,
         )
 
 

@@ -38,6 +38,22 @@ PROTECTED_DIRS: tuple[str, ...] = (
     ".zed",
     ".devcontainer",
 )
+TOOLCHAIN_SELECTORS: tuple[str, ...] = (
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".python-version",
+    ".tool-versions",
+    ".node-version",
+    ".nvmrc",
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    ".rtx.toml",
+)
+"""Files that pick *which binary* runs even for `cargo --version` or `python --version`
+(rust-toolchain.toml `path = …`, asdf/mise `path:` and `ref:` versions, mise's env scripts)."""
+
 PROTECTED_NAMES: tuple[str, ...] = (
     ".gitattributes",
     ".gitmodules",
@@ -69,19 +85,7 @@ PROTECTED_NAMES: tuple[str, ...] = (
     ".tcshrc",
     ".kshrc",
     ".inputrc",
-    # Toolchain selectors: they pick *which binary* runs even for `cargo --version` or
-    # `python --version` (rust-toolchain.toml `path = …`, asdf/mise `path:` versions, mise tasks).
-    "rust-toolchain",
-    "rust-toolchain.toml",
-    ".python-version",
-    ".tool-versions",
-    ".node-version",
-    ".nvmrc",
-    "mise.toml",
-    ".mise.toml",
-    "mise.local.toml",
-    ".mise.local.toml",
-    ".rtx.toml",
+    *TOOLCHAIN_SELECTORS,
     ".lfsconfig",
 )
 _DIRS = frozenset(PROTECTED_DIRS)
@@ -264,3 +268,71 @@ def bare_repository_trap(directory: str, workspace: Path) -> str | None:
             break
         current = os.path.dirname(current)
     return None
+
+
+_MISE = frozenset({"mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".rtx.toml"})
+_SELECTOR_BYTES = 4096
+
+
+def toolchain_trap(program: str, directory: str, workspace: Path) -> str | None:
+    """The first toolchain selector from `directory` up to the workspace root that makes a version
+    manager run a program of the repository's choosing in place of `program`, or None. Why: in read
+    mode nothing from the repository may run, but rustup, asdf, mise and pyenv read these files
+    before `cargo --version` or `python --version` even starts, and one can name a path:
+    rust-toolchain.toml's `path = …`, a `path:` or `ref:` (built from source) version, a version
+    that is a path. Any mise config counts: it can also set environment scripts. Agents cannot write these
+    files (they are protected); a cloned repository can ship them."""
+    root = real_workspace(str(workspace))
+    current = _resolve(root, directory)
+    while _inside(current, root):
+        for name in TOOLCHAIN_SELECTORS:
+            if not _selects(name, program):
+                continue
+            text = _small_text(os.path.join(current, name))
+            if text is not None and (name in _MISE or _names_a_program(name, text)):
+                return relative_inside(os.path.join(current, name), root)
+        if current == root:
+            break
+        current = os.path.dirname(current)
+    return None
+
+
+def _selects(selector: str, program: str) -> bool:
+    """Whether `selector` may choose `program` (asdf and mise manage any tool)."""
+    if selector.startswith("rust-toolchain"):
+        return program in ("cargo", "rustc")
+    if selector == ".python-version":
+        return program.startswith(("python", "pip", "pytest"))
+    if selector in (".nvmrc", ".node-version"):
+        return program in ("node", "npm", "tsc")
+    return True
+
+
+def _names_a_program(name: str, text: str) -> bool:
+    if name == "rust-toolchain.toml":
+        return any(line.strip().startswith("path") for line in text.splitlines())
+    if name == ".tool-versions":
+        return any(word.startswith(("path:", "ref:")) or "/" in word for word in text.split())
+    value = text.strip()
+    if name in (".nvmrc", ".node-version") and value.startswith("lts/"):
+        value = value[4:]  # nvm's `lts/iron`: a name, not a path
+    return "/" in value or ".." in value or value.startswith("~")
+
+
+def _small_text(path: str) -> str | None:
+    """The start of a regular file, or None when there is none. A file that cannot be read (or a
+    FIFO: it is not waited for) is treated as if it named a program: what it says is unknown."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "/"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "/"
+        return os.read(fd, _SELECTOR_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return "/"
+    finally:
+        os.close(fd)

@@ -60,6 +60,8 @@ RULES: dict[str, str] = {
     "command.name_chars": "other characters not allowed in a program name",
     "command.interpreter": "an interpreter used for anything but `-m pytest` or `--version`",
     "command.version_only": "the program is only allowed to print its version",
+    "command.toolchain": "read mode: a toolchain selector in the repository (rust-toolchain.toml `path`, "
+    "a `path:` version, any mise config) would make a version manager run its own program",
     "command.cd": "`cd` with options, several operands, a glob, `-`, or no directory",
     "command.npm": "npm used for anything but `npm test` / `--version`",
     "command.cargo": "cargo used for anything but test/build/check / `--version`",
