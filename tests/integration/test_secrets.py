@@ -260,6 +260,22 @@ def test_no_program_in_the_sandbox_can_read_a_secret(ws: Path, backend: str) -> 
     assert (ws / ".env").read_text() == f"API_KEY={KEY}\n"  # writing the masked file reached nothing
 
 
+@pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
+def test_a_hidden_secret_cannot_be_renamed_out_of_its_name(ws: Path, backend: str) -> None:
+    """`.docker/config.json` is a secret by its folder's name: `mv .docker cfg` inside the sandbox
+    would leave `cfg/config.json`, which the next `read_file` reads. The folder cannot move."""
+    if backend not in _backends():
+        pytest.skip(f"{backend} does not work on this machine")
+    (ws / ".docker").mkdir()
+    (ws / ".docker" / "config.json").write_text(f'{{"auth": "{KEY}"}}\n')
+    (ws / "plain" / "inner").mkdir(parents=True)
+    session = open_session(ws, FaceOverrides(permissions="all", sandbox=backend), config=EffectiveConfig())
+    session.run_in_sandbox(["bash", "-c", "mv .docker dockercfg; mv plain/inner plain/moved"], cwd=ws)
+    assert (ws / ".docker" / "config.json").is_file()
+    assert not (ws / "dockercfg").exists()
+    assert (ws / "plain" / "moved").is_dir()  # other folders move as ever
+
+
 UNPACK_STORES = (  # `.git` spelled in two parts: a word naming a protected path is refused earlier
     "import glob, zlib; found = glob.glob('**/.gi' + 't/tether/**/objects/??/*', recursive=True); "
     "print('objects', len(found)); [print(zlib.decompress(open(f, 'rb').read())) for f in found]"

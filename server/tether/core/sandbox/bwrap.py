@@ -24,9 +24,9 @@ from tether.core.sandbox.env import add_git_config, request_env
 from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
 from tether.core.sandbox.profile import (
     ensure_confinable,
+    held_in_place,
     is_within,
     masked_paths,
-    parents_to_pin,
     pinned_protected,
     placeholder_excludes,
     tool_dirs_in_private_tmp,
@@ -116,7 +116,8 @@ def bwrap_args(
     if request.network_socket is not None:
         args += ["--bind", str(request.network_socket), SANDBOX_SOCKET]
     args += ["--ro-bind" if request.read_only_workspace else "--bind", ws, ws]
-    for path in parents_to_pin(request.workspace, protected):  # cannot be renamed away: see profile.py
+    held = held_in_place(request.workspace, protected, request.masked, read_only=request.read_only_workspace)
+    for path in held:  # cannot be renamed away: see profile.py
         args += ["--bind", str(path), str(path)]
     for path in protected:
         args += ["--ro-bind", str(path), str(path)]

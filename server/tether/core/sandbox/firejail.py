@@ -23,9 +23,9 @@ from tether.core.sandbox.env import request_env
 from tether.core.sandbox.process import Spawn, StartMarker, run_spawn
 from tether.core.sandbox.profile import (
     ensure_confinable,
+    held_in_place,
     is_within,
     masked_paths,
-    parents_to_pin,
     pinned_protected,
     tool_dirs_in_private_tmp,
 )
@@ -83,7 +83,9 @@ def firejail_args(
     args.append(f"--read-only={ws}" if request.read_only_workspace else f"--read-write={ws}")
     # Mount points cannot be renamed away (see profile.py). `--read-write` alone mounts nothing on a
     # path that is already writable: made read-only (a mount point), then writable again.
-    for path in parents_to_pin(request.workspace, protected):
+    for path in held_in_place(
+        request.workspace, protected, request.masked, read_only=request.read_only_workspace
+    ):
         args += [f"--read-only={_path_arg(path)}", f"--read-write={_path_arg(path)}"]
     args += [f"--read-only={_path_arg(p)}" for p in protected]
     for path in tool_dirs:  # PATH directories under /tmp, hidden by --private-tmp: back, read-only

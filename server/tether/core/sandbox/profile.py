@@ -124,6 +124,16 @@ def parents_to_pin(workspace: Path, protected: tuple[Path, ...]) -> list[Path]:
     return sorted(found, key=lambda p: (len(p.parts), p))
 
 
+def held_in_place(
+    workspace: Path, protected: tuple[Path, ...], masked: tuple[Path, ...], *, read_only: bool
+) -> list[Path]:
+    """`parents_to_pin` of the protected paths and of the hidden secrets: a mask is a mount too, and
+    `mv .docker cfg` would carry `.docker/config.json`'s along; renamed, the file would no longer be
+    a secret by its name for the next call. None for a read-only workspace: nothing can be renamed
+    there, and a pin is a writable mount."""
+    return [] if read_only else parents_to_pin(workspace, (*protected, *masked))
+
+
 def is_within(path: Path, root: Path) -> bool:
     """`path == root or root in path.parents`, by comparing parts: the sandbox checks each of its
     55 protected paths against others, and pathlib's `parents` compares Path objects one by one
