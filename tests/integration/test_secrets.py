@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -258,6 +260,32 @@ def test_no_program_in_the_sandbox_can_read_a_secret(ws: Path, backend: str) -> 
     )
     assert "hello" in run.stdout  # the rest of the workspace is there
     assert (ws / ".env").read_text() == f"API_KEY={KEY}\n"  # writing the masked file reached nothing
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
+def test_a_secret_named_link_to_a_file_outside_the_workspace_hides_that_file(
+    request: pytest.FixtureRequest, backend: str
+) -> None:
+    """A monorepo's `apps/web/.env -> ../../.env`, the workspace being `apps/web`: the link is
+    refused by name, and the shared file it reaches is hidden from programs too."""
+    if backend not in _backends():
+        pytest.skip(f"{backend} does not work on this machine")
+    # not under /tmp, which the sandbox replaces with its own: the shared file must be visible there
+    outside_tmp = Path(tempfile.mkdtemp(prefix="tether-mono-", dir="/var/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(outside_tmp, ignore_errors=True))
+    mono = init_repo(outside_tmp / "mono", {"README.md": "mono\n"})
+    (mono / ".env").write_text(f"API_KEY={KEY}\n")
+    web = mono / "apps" / "web"
+    web.mkdir(parents=True)
+    (web / "index.js").write_text("console.log(1)\n")
+    os.symlink("../../.env", web / ".env")
+    (web / "src").mkdir()
+    os.symlink("../../../.env", web / "src" / "secrets.yaml")  # deeper, another secret name
+    session = open_session(web, FaceOverrides(permissions="all", sandbox=backend), config=EffectiveConfig())
+    snoop = "cat .env; cat src/secrets.yaml; grep -R API_KEY . ; cat index.js"
+    run, _ = session.run_in_sandbox(["bash", "-c", snoop], cwd=web)
+    assert KEY not in run.stdout + run.stderr, backend
+    assert "console.log" in run.stdout  # it ran
 
 
 @pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])

@@ -45,6 +45,7 @@ class _Listing(NamedTuple):
     subdirs: tuple[str, ...]  # walked into
     outputs: tuple[str, ...]  # build outputs: not walked into, but their own `.git` is looked for
     has_git: bool
+    links: tuple[str, ...] = ()  # symbolic links, for `symlinks_below`
 
 
 _GIT_TIMEOUT = 20.0
@@ -266,6 +267,7 @@ def _listing(directory: str) -> _Listing | None:
         return cached[1]
     subdirs: list[str] = []
     outputs: list[str] = []
+    links: list[str] = []
     has_git = False
     try:
         with os.scandir(directory) as entries:
@@ -274,14 +276,30 @@ def _listing(directory: str) -> _Listing | None:
                     has_git = True
                 elif entry.is_dir(follow_symlinks=False):
                     (outputs if entry.name in REGENERATED_DIRS else subdirs).append(entry.path)
+                elif entry.is_symlink():
+                    links.append(entry.path)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             return _Listing((), (), False)  # gone (or replaced) since the stat
         return None
-    listing = _Listing(tuple(subdirs), tuple(outputs), has_git)
+    listing = _Listing(tuple(subdirs), tuple(outputs), has_git, tuple(links))
     with _cache_lock:
         _listings[directory] = (stamp, listing)
     return listing
+
+
+def symlinks_below(workspace: Path) -> list[str]:
+    """Every symbolic link in the workspace, but in `.git` and build outputs, from the listings
+    the walk for other repositories keeps (an unchanged folder costs one `stat`); unreadable
+    folders are passed over."""
+    found: list[str] = []
+    pending = [os.path.realpath(workspace)]
+    while pending:
+        listing = _listing(pending.pop())
+        if listing is not None:
+            found.extend(listing.links)
+            pending.extend(listing.subdirs)
+    return found
 
 
 def checkpoint_stores(workspace: Path, repositories: Iterable[Path] = ()) -> tuple[Path, ...]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS
+from tether.core.gitlinks import symlinks_below
 from tether.core.policy.secrets import SecretSettings, secret_globs, secret_pattern
 
 WALK_TIMEOUT = 20.0
@@ -23,11 +24,10 @@ WALK_TIMEOUT = 20.0
 def find_secret_paths(
     workspace: Path, settings: SecretSettings, *, skip_dirs: Iterable[str] = ()
 ) -> tuple[Path, ...]:
-    """Absolute paths to hide: secret files, and whole secret directories (`.ssh/`).
-
-    Symlinks are not listed (a link's target is what gets read: inside the workspace it is
-    listed itself, outside it the sandbox's home masks apply). Raises OSError when the workspace
-    cannot be listed: the caller must not run a command it cannot mask.
+    """Absolute paths to hide: secret files, whole secret directories (`.ssh/`), and what a
+    secret-named symbolic link points at, inside the workspace or outside (`secret_link_targets`).
+    Raises OSError when the workspace cannot be listed: the caller must not run a command it
+    cannot mask.
     """
     root = Path(os.path.realpath(workspace))
     skip = REGENERATED_DIRS.union(skip_dirs) | {".git"}
@@ -39,7 +39,36 @@ def find_secret_paths(
         target = _mask_target(rel, settings)
         if target is not None and not any(target.startswith(h + "/") for h in hidden):
             hidden[target] = None
-    return tuple(root / rel for rel in hidden)
+    paths = tuple(root / rel for rel in hidden)
+    return paths + tuple(t for t in secret_link_targets(root, settings) if t not in paths)
+
+
+_NOT_MASKABLE = ("/proc", "/dev", "/sys")
+
+
+def secret_link_targets(workspace: Path, settings: SecretSettings) -> tuple[Path, ...]:
+    """What the workspace's secret-named symbolic links point at, to hide as well.
+
+    Why: `apps/web/.env -> ../../.env` (a monorepo's shared file) is refused by name to every tool,
+    but a program opens the target, which ripgrep's listing never names (it lists no links) and
+    which, outside the workspace, has no name the walk could see. A link named like a secret file
+    counts when it reaches a file, one named like a secret folder when it reaches a folder; never a
+    folder that holds the workspace, nor /proc, /dev or /sys (a mask there could only break the run).
+    """
+    root = os.path.realpath(workspace)
+    targets: dict[Path, None] = {}
+    for link in symlinks_below(workspace):
+        rel = os.path.relpath(link, root).replace(os.sep, "/")
+        as_dir = _is_dir_pattern(rel, settings)
+        if not as_dir and secret_pattern(rel, settings) is None:
+            continue
+        target = os.path.realpath(link)
+        kind_ok = os.path.isdir(target) if as_dir else os.path.isfile(target)
+        holds_workspace = root == target or root.startswith(target.rstrip("/") + "/")
+        special = any(target == p or target.startswith(p + "/") for p in _NOT_MASKABLE)
+        if kind_ok and not holds_workspace and not special:
+            targets.setdefault(Path(target))
+    return tuple(targets)
 
 
 def _mask_target(rel: str, settings: SecretSettings) -> str | None:

@@ -91,14 +91,16 @@ def plan_rules(
 ) -> list[tuple[str, int]]:
     """(path, rights) pairs: read everywhere but masked paths, write in workspace and tmp only.
 
-    `hidden` (the workspace's secret files) get no right at all; since a right on a directory
-    holds for everything below it, their ancestors get only the right to list (`READ_DIR`) and
-    every other entry beneath gets its own rule.
+    `hidden` (the workspace's secret files, and what its secret-named links reach, which may lie
+    outside it) get no right at all; since a right on a directory holds for everything below it,
+    their ancestors get only the right to list (`READ_DIR`) and every other entry beneath gets its
+    own rule.
     """
     full = handled_fs(abi)
     rules: list[tuple[str, int]] = []
     secret = [p for p in hidden if is_within(p, workspace)]
-    _carve(Path("/"), READ, READ_DIR, [m for m in [*masked, *secret] if m != Path("/")], rules)
+    closed = [m for m in [*masked, *hidden] if m != Path("/")]
+    _carve(Path("/"), READ, READ_DIR, closed, rules)
     if read_only_workspace:
         if secret:
             _carve(workspace, READ, READ_DIR, secret, rules)
