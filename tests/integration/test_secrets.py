@@ -288,6 +288,25 @@ def test_a_secret_named_link_to_a_file_outside_the_workspace_hides_that_file(
     assert "console.log" in run.stdout  # it ran
 
 
+def test_a_secret_git_tracks_in_a_build_output_folder_is_hidden(ws: Path) -> None:
+    """The walk skips `build/`, `dist/`, `target/`… (builds and dependencies), but a file git
+    tracks there is yours: `deploy/target/prod.pem` is hidden like any other secret."""
+    from _checkpoint_support import git
+
+    tracked = ("build/.env", "dist/secrets.yaml", "deploy/target/prod.pem")
+    for rel in (*tracked, "node_modules/pkg/.env"):
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(f"KEY={KEY}\n")
+    git(ws, "add", "-f", *tracked)
+    found = {p.relative_to(ws).as_posix() for p in find_secret_paths(ws, SecretSettings())}
+    assert found >= set(tracked)
+    assert "node_modules/pkg/.env" not in found  # vendored, untracked: not searched
+    if _backends():
+        result = _gate(ws, "read").call("bash_command", {"command": "grep -r KEY build dist deploy"})
+        assert result.state != "denied", result.text  # it ran (grep exits 1 or 2 on masked files)
+        assert KEY not in result.text
+
+
 @pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
 def test_a_hidden_secret_cannot_be_renamed_out_of_its_name(ws: Path, backend: str) -> None:
     """`.docker/config.json` is a secret by its folder's name: `mv .docker cfg` inside the sandbox

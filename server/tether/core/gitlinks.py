@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import threading
 from collections.abc import Iterable
@@ -39,6 +40,9 @@ from tether.core.gitcmd import Git
 from tether.errors import CheckpointError
 
 _GITLINK = b"160000"
+_OUTPUT_PART = re.compile(
+    b"(?:^|/)(?:" + b"|".join(re.escape(os.fsencode(d)) for d in sorted(REGENERATED_DIRS)) + b")/"
+)
 
 
 class _Listing(NamedTuple):
@@ -48,8 +52,13 @@ class _Listing(NamedTuple):
     links: tuple[str, ...] = ()  # symbolic links, for `symlinks_below`
 
 
+class _Index(NamedTuple):
+    gitlinks: tuple[str, ...]
+    in_outputs: tuple[str, ...]  # tracked files inside build-output folders, for the secret walk
+
+
 _GIT_TIMEOUT = 20.0
-_cache: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...]]] = {}
+_cache: dict[str, tuple[tuple[int, int, int, int], _Index]] = {}
 _listings: dict[str, tuple[tuple[int, int, int], _Listing]] = {}
 _cache_lock = threading.Lock()
 
@@ -98,7 +107,24 @@ def gitlinks(workspace: Path, git_dir: Path | None = None) -> tuple[str, ...]:
         git_dir = workspace / ".git"
         if not git_dir.is_dir() or git_dir.is_symlink():
             return ()
-    return _listed(git_dir, workspace)
+    return _listed(git_dir, workspace).gitlinks
+
+
+def tracked_in_build_outputs(workspace: Path) -> tuple[str, ...]:
+    """Files the index of the repository holding `workspace` tracks inside a build-output folder
+    (`build/`, `dist/`, `target/`…), as absolute paths: the secret walk skips those
+    folders (they hold dependencies and builds), but one that is tracked holds your files. Empty
+    when the index cannot be read (the policy still refuses such a file by its name)."""
+    root = os.path.realpath(workspace)
+    up = (root, *map(str, Path(root).parents))
+    holder = next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
+    gitdir = _gitdir_of(os.path.join(holder, ".git")) if holder is not None else None
+    if holder is None or gitdir is None:
+        return ()
+    try:
+        return tuple(os.path.join(holder, p) for p in _listed(gitdir, Path(holder)).in_outputs)
+    except CheckpointError:
+        return ()
 
 
 def _submodules(
@@ -108,7 +134,7 @@ def _submodules(
     recurse into each checked-out one through its own gitdir."""
     if depth > 16:
         return  # git refuses deeper nesting than this long before
-    for rel in _listed(git_dir or work_tree / ".git", work_tree):
+    for rel in _listed(git_dir or work_tree / ".git", work_tree).gitlinks:
         full = os.path.join(os.path.realpath(work_tree), rel)
         dot_git = os.path.join(full, ".git")
         if os.path.lexists(dot_git):
@@ -149,12 +175,12 @@ def _first_line(path: str) -> str | None:
         os.close(fd)
 
 
-def _listed(git_dir: Path, work_tree: Path) -> tuple[str, ...]:
+def _listed(git_dir: Path, work_tree: Path) -> _Index:
     index = git_dir / "index"
     try:
         st = os.lstat(index)
     except FileNotFoundError:
-        return ()  # nothing added yet: no gitlink
+        return _Index((), ())  # nothing added yet
     except OSError as exc:
         raise CheckpointError(f"cannot read the repository's index {index}: {exc.strerror}") from exc
     if not stat.S_ISREG(st.st_mode):  # a FIFO would block git; a link could lead anywhere
@@ -169,14 +195,18 @@ def _listed(git_dir: Path, work_tree: Path) -> tuple[str, ...]:
         .run("ls-files", "--stage", "-z", timeout=_GIT_TIMEOUT)
         .stdout
     )
-    paths = []
+    links: list[str] = []
+    in_outputs: list[str] = []
     for entry in listed.split(b"\0"):
         meta, _, path = entry.partition(b"\t")
         if meta.startswith(_GITLINK + b" "):
-            paths.append(os.fsdecode(path))
+            links.append(os.fsdecode(path))
+        elif _OUTPUT_PART.search(path):
+            in_outputs.append(os.fsdecode(path))
+    found = _Index(tuple(links), tuple(in_outputs))
     with _cache_lock:
-        _cache[str(index)] = (stamp, tuple(paths))
-    return tuple(paths)
+        _cache[str(index)] = (stamp, found)
+    return found
 
 
 def _repositories_below(root: str) -> tuple[list[str], list[str]]:

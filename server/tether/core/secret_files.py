@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS
-from tether.core.gitlinks import symlinks_below
+from tether.core.gitlinks import symlinks_below, tracked_in_build_outputs
 from tether.core.policy.secrets import SecretSettings, secret_globs, secret_pattern
 
 WALK_TIMEOUT = 20.0
@@ -34,6 +34,7 @@ def find_secret_paths(
     found = _with_ripgrep(root, settings, skip)
     if found is None:
         found = _with_walk(root, settings, skip)
+    found += _tracked_in_skipped(root, settings)
     hidden: dict[str, None] = {}
     for rel in sorted(found):
         target = _mask_target(rel, settings)
@@ -69,6 +70,19 @@ def secret_link_targets(workspace: Path, settings: SecretSettings) -> tuple[Path
         if kind_ok and not holds_workspace and not special:
             targets.setdefault(Path(target))
     return tuple(targets)
+
+
+def _tracked_in_skipped(root: Path, settings: SecretSettings) -> list[str]:
+    """Secret files git tracks inside a skipped build-output folder (`deploy/target/prod.pem`):
+    not an output of a build, since they are tracked; relative to the workspace."""
+    found = []
+    for path in tracked_in_build_outputs(root):
+        real = os.path.realpath(path)
+        if real.startswith(str(root) + os.sep) and os.path.isfile(real):
+            rel = os.path.relpath(real, root).replace(os.sep, "/")
+            if secret_pattern(rel, settings) is not None:
+                found.append(rel)
+    return found
 
 
 def _mask_target(rel: str, settings: SecretSettings) -> str | None:
