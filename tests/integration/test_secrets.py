@@ -298,13 +298,36 @@ def test_a_secret_git_tracks_in_a_build_output_folder_is_hidden(ws: Path) -> Non
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws / rel).write_text(f"KEY={KEY}\n")
     git(ws, "add", "-f", *tracked)
+    inner = init_repo(ws / "libs" / "x", {"dist/.env": f"NESTED={KEY}\n"}, commit=False)
+    git(inner, "add", "-f", "dist/.env")  # another repository inside: its index counts too
     found = {p.relative_to(ws).as_posix() for p in find_secret_paths(ws, SecretSettings())}
-    assert found >= set(tracked)
+    assert found >= {*tracked, "libs/x/dist/.env"}
     assert "node_modules/pkg/.env" not in found  # vendored, untracked: not searched
     if _backends():
-        result = _gate(ws, "read").call("bash_command", {"command": "grep -r KEY build dist deploy"})
+        result = _gate(ws, "read").call("bash_command", {"command": "grep -r KEY build dist deploy libs"})
         assert result.state != "denied", result.text  # it ran (grep exits 1 or 2 on masked files)
         assert KEY not in result.text
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
+def test_a_secret_named_link_cannot_stop_every_command(tmp_path: Path, backend: str) -> None:
+    """A cloned repository's `.aws -> /usr` or `.env -> /bin/bash` must not hide the system's
+    programs, and a file mask inside a folder mask (`x/.ssh -> ../sec` beside `x/.env -> ../sec/a`)
+    must not stop the sandbox from starting."""
+    if backend not in _backends():
+        pytest.skip(f"{backend} does not work on this machine")
+    ws = init_repo(tmp_path / "ws", {"README.md": "hello\n"})
+    os.symlink("/usr", ws / ".aws")
+    os.symlink("/bin/bash", ws / ".env")
+    (ws / "sec").mkdir()
+    (ws / "sec" / "a").write_text(f"{KEY}\n")
+    (ws / "x").mkdir()
+    os.symlink("../sec", ws / "x" / ".ssh")
+    os.symlink("../sec/a", ws / "x" / ".env.local")
+    session = open_session(ws, FaceOverrides(permissions="all", sandbox=backend), config=EffectiveConfig())
+    run, _ = session.run_in_sandbox(["bash", "-c", "cat README.md; cat sec/a"], cwd=ws)
+    assert "hello" in run.stdout, run.stderr  # it started, with the system's programs
+    assert KEY not in run.stdout + run.stderr
 
 
 @pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
@@ -355,6 +378,31 @@ def test_no_program_in_the_sandbox_can_read_a_checkpoint_of_a_secret(
     result = outside.gate.call("bash_command", {"command": f'python3 -c "{UNPACK_STORES}"'})
     assert "objects" in result.text, result.text
     assert KEY not in result.text, backend
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
+def test_a_linked_worktrees_checkpoint_store_is_hidden_too(
+    ws: Path, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each linked worktree keeps its store in the repository's `.git/worktrees/NAME/tether`."""
+    if backend not in _backends():
+        pytest.skip(f"{backend} does not work on this machine")
+    from _checkpoint_support import git
+
+    from tether.core.checkpoints import Checkpoints
+    from tether.core.config import CheckpointSettings
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    git(ws, "worktree", "add", "-q", str(tmp_path / "feature"))
+    (tmp_path / "feature" / ".env").write_text(f"WORKTREE_KEY={KEY}\n")
+    Checkpoints(tmp_path / "feature", CheckpointSettings()).create("in the other worktree")
+    unpack = UNPACK_STORES.replace(
+        "'**/.gi' + 't/tether/**/objects/??/*'", "'.gi' + 't/worktrees/*/tether/**/objects/??/*'"
+    )
+    session = open_session(ws, FaceOverrides(permissions="all", sandbox=backend), config=EffectiveConfig())
+    run, _ = session.run_in_sandbox(["python3", "-c", unpack], cwd=ws)
+    assert "objects" in run.stdout, run.stderr
+    assert KEY not in run.stdout + run.stderr, backend
 
 
 def test_tether_sandbox_cat_env_does_not_print_it(ws: Path, tmp_path: Path) -> None:

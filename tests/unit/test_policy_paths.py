@@ -254,6 +254,15 @@ def test_git_refuses_a_directory_shaped_like_a_bare_repository(tree: dict[str, P
         ("rust-toolchain.toml", '[toolchain]\nchannel = "1.80"\n', "cargo --version", False),
         ("rust-toolchain.toml", '[toolchain]\npath = "/x"\n', "python3 --version", False),  # not rust's
         ("rust-toolchain", "/proc/self/cwd/tools\n", "cargo --version", True),
+        # however TOML spells it
+        ("rust-toolchain.toml", 'toolchain.path = "/proc/self/cwd/tools"\n', "cargo --version", True),
+        ("rust-toolchain.toml", '[toolchain]\n"path" = "/x"\n', "cargo --version", True),
+        ("rust-toolchain.toml", 'toolchain = { path = "/x" }\n', "cargo --version", True),
+        ("rust-toolchain.toml", "[toolchain\n", "cargo --version", True),  # unparsable: unknown
+        ("rust-toolchain.toml", '[toolchain]\nchannel = "1.80"\n' + "#" * 5000, "cargo -V", True),
+        ("mise.ci.toml", '[env]\n_.source = "./evil.sh"\n', "node --version", True),
+        ("mise/config.toml", "[tools]\nnode = '20'\n", "node --version", True),
+        (".config/mise/config.toml", "[tools]\nnode = '20'\n", "node --version", True),
         (".tool-versions", "python path:./tools/py\n", "python3 --version", True),
         (".tool-versions", "nodejs ref:v20.0.0\n", "node --version", True),
         (".tool-versions", "python 3.12.1\nnodejs 20.1.0\n", "python3 --version", False),
@@ -272,6 +281,7 @@ def test_read_mode_refuses_a_toolchain_the_repository_chooses(
     (sandboxed) allows it, and one in a subfolder counts when the command runs there."""
     ws = tree["ws"]
     (ws / "sub").mkdir(exist_ok=True)
+    (ws / selector).parent.mkdir(parents=True, exist_ok=True)
     (ws / selector).write_text(content)
     decision = decide(command, "read", ws, SETTINGS)
     assert decision.allowed is not runs_theirs, decision.reason
@@ -280,6 +290,19 @@ def test_read_mode_refuses_a_toolchain_the_repository_chooses(
         assert selector in decision.reason
         assert decide(command, "read", ws, SETTINGS, cwd=Path("sub")).rule == "command.toolchain"
         assert decide(command, "command", ws, SETTINGS).allowed
+
+
+def test_a_selector_at_the_top_of_the_repository_above_the_workspace_counts(tmp_path: Path) -> None:
+    """A workspace that is a folder of a cloned repository: rustup walks up to the repository's
+    `rust-toolchain.toml`. Folders above the repository (your own) are not looked at."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "app").mkdir()
+    (repo / "rust-toolchain.toml").write_text('[toolchain]\npath = "/proc/self/cwd/../tools"\n')
+    assert decide("cargo --version", "read", repo / "app", SETTINGS).rule == "command.toolchain"
+    (repo / "rust-toolchain.toml").unlink()
+    (tmp_path / "rust-toolchain.toml").write_text('[toolchain]\npath = "/x"\n')  # above the repository
+    assert decide("cargo --version", "read", repo / "app", SETTINGS).allowed
 
 
 def test_a_selector_that_cannot_be_read_counts_as_naming_a_program(tree: dict[str, Path]) -> None:

@@ -229,6 +229,12 @@ ROWS: list[tuple[str, str, str]] = [
     ("git show HEAD:../../etc/passwd", "read", "path.outside_workspace"),
     ("git show HEAD:README.md", "read", OK),
     ("git show :/fix the bug", "read", OK),  # `:/text` searches commit messages
+    ("git show 'HEAD^{/[:]*}:.env'", "read", "path.secret"),  # a `:` inside `{…}` is not the one
+    ("git show 'HEAD@{2099-01-01 00:00}:.env'", "read", "path.secret"),
+    ("git show 'HEAD^{/fix: x}:README.md'", "read", OK),
+    ("git log -L1,1:.env", "read", "path.secret"),  # prints those lines of the file
+    ("git log -L :main:.env", "read", "path.secret"),
+    ("git log -L 1,3:README.md", "read", OK),
     ("git diff -M50% HEAD~1", "read", OK),
     ("git diff --name-on", "read", OK),  # abbreviation of --name-only
     ("git --no-pager diff --cached", "read", OK),

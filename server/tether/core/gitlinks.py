@@ -111,20 +111,26 @@ def gitlinks(workspace: Path, git_dir: Path | None = None) -> tuple[str, ...]:
 
 
 def tracked_in_build_outputs(workspace: Path) -> tuple[str, ...]:
-    """Files the index of the repository holding `workspace` tracks inside a build-output folder
-    (`build/`, `dist/`, `target/`…), as absolute paths: the secret walk skips those
-    folders (they hold dependencies and builds), but one that is tracked holds your files. Empty
-    when the index cannot be read (the policy still refuses such a file by its name)."""
+    """Files the indexes of the repository holding `workspace` and of those inside it track inside
+    a build-output folder (`build/`, `dist/`, `target/`…), as absolute paths: the secret walk skips
+    those folders (they hold dependencies and builds), but a file that is tracked is yours. An
+    index that cannot be read adds nothing (the policy still refuses such a file by its name)."""
     root = os.path.realpath(workspace)
     up = (root, *map(str, Path(root).parents))
     holder = next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
-    gitdir = _gitdir_of(os.path.join(holder, ".git")) if holder is not None else None
-    if holder is None or gitdir is None:
-        return ()
-    try:
-        return tuple(os.path.join(holder, p) for p in _listed(gitdir, Path(holder)).in_outputs)
-    except CheckpointError:
-        return ()
+    dot_gits = [os.path.join(holder, ".git")] if holder is not None else []
+    dot_gits += _repositories_below(root)[0]  # and the other repositories inside
+    found: list[str] = []
+    for dot_git in dot_gits:
+        gitdir = _gitdir_of(dot_git)
+        if gitdir is None:
+            continue
+        top = os.path.dirname(dot_git)
+        try:
+            found += [os.path.join(top, p) for p in _listed(gitdir, Path(top)).in_outputs]
+        except CheckpointError:
+            continue
+    return tuple(found)
 
 
 def _submodules(
@@ -334,8 +340,8 @@ def symlinks_below(workspace: Path) -> list[str]:
 
 def checkpoint_stores(workspace: Path, repositories: Iterable[Path] = ()) -> tuple[Path, ...]:
     """Tether's checkpoint stores a command run in `workspace` could read: `tether/` in the git dir
-    of the repository holding the workspace, and in those of `repositories` (the `.git` of other
-    repositories inside it, from `protected_git_paths`), where one exists.
+    of the repository holding the workspace, of each of its linked worktrees, and of `repositories`
+    (the `.git` of other repositories inside it, from `protected_git_paths`), where one exists.
 
     Why the sandbox hides them like secrets: a checkpoint holds every file it took, the git-ignored
     `.env` included, and any program can decompress git's objects."""
@@ -349,8 +355,19 @@ def checkpoint_stores(workspace: Path, repositories: Iterable[Path] = ()) -> tup
         gitdir = _gitdir_of(dot_git)
         if gitdir is None:
             continue
-        for directory in dict.fromkeys((os.path.realpath(gitdir), _common_of(gitdir))):
+        common = _common_of(gitdir)
+        # the repository's own gitdir, and every linked worktree's (each has its own store)
+        worktrees = os.path.join(common, "worktrees")
+        linked = [os.path.join(worktrees, n) for n in _names_in(worktrees)]
+        for directory in dict.fromkeys((os.path.realpath(gitdir), common, *linked)):
             store = os.path.join(directory, "tether")
             if os.path.isdir(store) and not os.path.islink(store):
                 stores.setdefault(Path(store))
     return tuple(stores)
+
+
+def _names_in(directory: str) -> list[str]:
+    try:
+        return sorted(os.listdir(directory))
+    except OSError:
+        return []

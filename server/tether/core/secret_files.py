@@ -17,6 +17,7 @@ from pathlib import Path
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS
 from tether.core.gitlinks import symlinks_below, tracked_in_build_outputs
 from tether.core.policy.secrets import SecretSettings, secret_globs, secret_pattern
+from tether.core.sandbox.profile import is_within
 
 WALK_TIMEOUT = 20.0
 
@@ -40,11 +41,28 @@ def find_secret_paths(
         target = _mask_target(rel, settings)
         if target is not None and not any(target.startswith(h + "/") for h in hidden):
             hidden[target] = None
-    paths = tuple(root / rel for rel in hidden)
-    return paths + tuple(t for t in secret_link_targets(root, settings) if t not in paths)
+    return outermost((*(root / rel for rel in hidden), *secret_link_targets(root, settings)))
 
 
-_NOT_MASKABLE = ("/proc", "/dev", "/sys")
+def outermost(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """`paths` without repeats and without those inside another one that is a folder: a folder's
+    mask hides all below it, and a mask inside it could not be mounted (every command would fail:
+    `x/.ssh -> ../sec` beside `x/.env -> ../sec/a`)."""
+    kept: list[Path] = []
+    folders: list[Path] = []
+    for path in sorted(dict.fromkeys(paths), key=lambda p: len(p.parts)):
+        if any(is_within(path, folder) for folder in folders):
+            continue
+        kept.append(path)
+        if path.is_dir() and not path.is_symlink():
+            folders.append(path)
+    return tuple(kept)
+
+
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/boot")
+_NOT_MASKABLE = (*_SYSTEM, "/nix", "/snap", "/var/lib", "/proc", "/dev", "/sys", "/run")
+"""Where a link's target is never hidden: a mask there could only break the run (`.aws -> /usr`
+would hide every program), and nothing of the user's project lives there."""
 
 
 def secret_link_targets(workspace: Path, settings: SecretSettings) -> tuple[Path, ...]:
@@ -54,7 +72,7 @@ def secret_link_targets(workspace: Path, settings: SecretSettings) -> tuple[Path
     but a program opens the target, which ripgrep's listing never names (it lists no links) and
     which, outside the workspace, has no name the walk could see. A link named like a secret file
     counts when it reaches a file, one named like a secret folder when it reaches a folder; never a
-    folder that holds the workspace, nor /proc, /dev or /sys (a mask there could only break the run).
+    folder that holds the workspace, nor anything in the system's folders (`_NOT_MASKABLE`).
     """
     root = os.path.realpath(workspace)
     targets: dict[Path, None] = {}

@@ -126,10 +126,13 @@ class Session:
             raise ConfigError(f"--timeout must be between 1 and {MAX_COMMAND_TIMEOUT} seconds")
         from tether.core.gitlinks import checkpoint_stores
         from tether.core.sandbox import RunRequest, select_runner
-        from tether.core.secret_files import find_secret_paths
+        from tether.core.secret_files import find_secret_paths, outermost
 
         runner = self.gate.runner() if backend is None else select_runner(settings)
         protected = self.protected_paths()
+        secrets = find_secret_paths(
+            self.workspace, self.config.policy.secrets, skip_dirs=self.config.checkpoints.regenerated
+        )
         request = RunRequest(
             argv=tuple(argv),
             script=None,
@@ -139,10 +142,7 @@ class Session:
             max_output_bytes=settings.max_output_bytes,
             protected=protected,
             env_passthrough=settings.env_passthrough,
-            masked=find_secret_paths(
-                self.workspace, self.config.policy.secrets, skip_dirs=self.config.checkpoints.regenerated
-            )
-            + checkpoint_stores(self.workspace, protected),
+            masked=outermost((*secrets, *checkpoint_stores(self.workspace, protected))),
         )
         return runner.run(request), runner.name
 

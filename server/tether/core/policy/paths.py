@@ -16,7 +16,9 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import os
+import re
 import stat
+import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -271,29 +273,63 @@ def bare_repository_trap(directory: str, workspace: Path) -> str | None:
 
 
 _MISE = frozenset({"mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".rtx.toml"})
+_MISE_ENV = re.compile(r"\.?mise\.[^/]+\.toml\Z")  # mise.<env>.toml, .mise.<env>.local.toml
+_MISE_NESTED = (".config/mise.toml", ".config/mise/config.toml", "mise/config.toml", ".mise/config.toml")
+_SELECTOR_NAMES = frozenset(TOOLCHAIN_SELECTORS)
 _SELECTOR_BYTES = 4096
 
 
 def toolchain_trap(program: str, directory: str, workspace: Path) -> str | None:
-    """The first toolchain selector from `directory` up to the workspace root that makes a version
-    manager run a program of the repository's choosing in place of `program`, or None. Why: in read
-    mode nothing from the repository may run, but rustup, asdf, mise and pyenv read these files
-    before `cargo --version` or `python --version` even starts, and one can name a path:
-    rust-toolchain.toml's `path = …`, a `path:` or `ref:` (built from source) version, a version
-    that is a path. Any mise config counts: it can also set environment scripts. Agents cannot write these
-    files (they are protected); a cloned repository can ship them."""
+    """The first toolchain selector from `directory` up to the workspace root, or the top of the
+    git repository holding it, that can make a version manager run a program of its own choosing
+    in place of `program`, or None.
+
+    Why: in read mode nothing from the repository may run, but rustup, asdf, mise and pyenv read
+    these files before `cargo --version` or `python --version` even starts, from the working
+    directory up (a workspace that is a folder of a cloned repository has the repository's above
+    it; further up are your own, such as mise's `~/.config/mise/config.toml`), and one can name a
+    path: rust-toolchain.toml's `path` however TOML spells it, a
+    `path:` or `ref:` (built from source) version, a version that is a path. Any mise config counts:
+    it can also set environment scripts. Agents cannot write these names (they are protected); a
+    cloned repository can ship them. A file that cannot be read, or is longer than we read, counts.
+    """
     root = real_workspace(str(workspace))
+    top = next((d for d in _upwards(root) if os.path.lexists(os.path.join(d, ".git"))), root)
     current = _resolve(root, directory)
-    while _inside(current, root):
-        for name in TOOLCHAIN_SELECTORS:
-            if not _selects(name, program):
-                continue
-            text = _small_text(os.path.join(current, name))
-            if text is not None and (name in _MISE or _names_a_program(name, text)):
-                return relative_inside(os.path.join(current, name), root)
-        if current == root:
+    for folder in _upwards(current):
+        found = _selector_in(folder, program)
+        if found is not None:
+            return relative_inside(found, root) if _inside(found, root) else found
+        if folder == top:
             break
-        current = os.path.dirname(current)
+    return None
+
+
+def _upwards(path: str) -> list[str]:
+    """`path` and each folder above it, up to `/`."""
+    folders = [path]
+    while os.path.dirname(folders[-1]) != folders[-1]:
+        folders.append(os.path.dirname(folders[-1]))
+    return folders
+
+
+def _selector_in(directory: str, program: str) -> str | None:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return None  # cannot be listed: no version manager can read it either
+    for name in sorted(names):
+        mise = name in _MISE or _MISE_ENV.match(name) is not None
+        if not mise and (name not in _SELECTOR_NAMES or not _selects(name, program)):
+            continue
+        path = os.path.join(directory, name)
+        text = _small_text(path)
+        if text is not None and (mise or _names_a_program(name, text)):
+            return path
+    for nested in _MISE_NESTED:
+        path = os.path.join(directory, nested)
+        if os.path.lexists(path):
+            return path
     return None
 
 
@@ -310,7 +346,12 @@ def _selects(selector: str, program: str) -> bool:
 
 def _names_a_program(name: str, text: str) -> bool:
     if name == "rust-toolchain.toml":
-        return any(line.strip().startswith("path") for line in text.splitlines())
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return True
+        toolchain = data.get("toolchain")
+        return "path" in data or not isinstance(toolchain, dict) or "path" in toolchain
     if name == ".tool-versions":
         return any(word.startswith(("path:", "ref:")) or "/" in word for word in text.split())
     value = text.strip()
@@ -329,7 +370,8 @@ def _small_text(path: str) -> str | None:
     except OSError:
         return "/"
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _SELECTOR_BYTES:
             return "/"
         return os.read(fd, _SELECTOR_BYTES).decode("utf-8", "replace")
     except OSError:

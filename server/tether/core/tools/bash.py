@@ -30,7 +30,7 @@ from tether.core.policy import Decision, decide, decide_argv, protected_write_pa
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
 from tether.core.sandbox.protected import protected_paths
-from tether.core.secret_files import find_secret_paths
+from tether.core.secret_files import find_secret_paths, outermost
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.git_state import IndexWatch, changes_git_state, repository_lock
 from tether.core.tools.git_tool import commit_identity
@@ -472,7 +472,9 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
         protected = _protected(plan.workspace, ctx.config, plan.git_state, read_only=read_only)
     except SandboxError as exc:
         return failure(f"{exc}; nothing ran")
-    masked += _checkpoint_stores(plan.workspace, ctx.config, protected, read_only=read_only)
+    masked = outermost(
+        (*masked, *_checkpoint_stores(plan.workspace, ctx.config, protected, read_only=read_only))
+    )
     plan = replace(plan, masked=masked, protected=protected)
     if ctx.not_checkpointed:  # what rollback could not restore, the command cannot change
         # but a symlink (a `.gitmodules` link git cannot store) the sandbox cannot hold in place:

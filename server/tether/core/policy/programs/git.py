@@ -416,12 +416,27 @@ def in_a_tree(arg: str) -> str | None:
     None for anything else, for a tree's root (`HEAD:`) and for `:/text` (a search of commit
     messages). Why: the word as a whole names no file, but git prints the committed `.env` for
     `git show HEAD:.env`; the path in it gets the checks of any path."""
-    rev, colon, path = arg.partition(":")
-    if not colon or arg.startswith(":/"):
+    if arg.startswith(":/"):
+        return None
+    depth = 0  # as git reads it: a `:` inside `{…}` (`HEAD^{/fix: x}`, `@{1 day ago}`) is not the one
+    for index, char in enumerate(arg):
+        if char == "{":
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+        elif char == ":" and not depth:
+            rev, path = arg[:index], arg[index + 1 :]
+            break
+    else:
         return None
     if not rev and path[:1] in ("0", "1", "2", "3") and path[1:2] == ":":
         path = path[2:]
     return path or None
+
+
+def _line_log_files(value: str) -> set[str]:
+    """The file of `git log -L START,END:FILE` or `-L :FUNCNAME:FILE`: it prints those lines."""
+    return {p for p in (value.partition(":")[2], value.rpartition(":")[2]) if p}
 
 
 def _git(args: Sequence[str], mode: Mode) -> Parsed:
@@ -485,6 +500,9 @@ def _git(args: Sequence[str], mode: Mode) -> Parsed:
     parsed.read_paths.extend(_join(cdir, p) for p in inner.read_paths)
     # `HEAD:.env` names a file too, the one in that commit: checked as well (`git show HEAD:.env`)
     parsed.read_paths.extend(_join(cdir, p) for p in map(in_a_tree, inner.read_paths) if p is not None)
+    if sub == "log":
+        ranges = (v for o, v in inner.values if o == "-L")
+        parsed.read_paths.extend(_join(cdir, p) for v in ranges for p in sorted(_line_log_files(v)))
     parsed.write_paths.extend(_join(cdir, p) for p in inner.write_paths)
     parsed.values.extend(inner.values)
     if cdir != ".":
