@@ -49,7 +49,7 @@ class _Listing(NamedTuple):
     subdirs: tuple[str, ...]  # walked into
     outputs: tuple[str, ...]  # build outputs: not walked into, but their own `.git` is looked for
     has_git: bool
-    links: tuple[str, ...] = ()  # symbolic links, for `symlinks_below`
+    links: tuple[str, ...] = ()  # symbolic links, for `for_secrets`
 
 
 class _Index(NamedTuple):
@@ -83,7 +83,7 @@ def protected_git_paths(workspace: Path) -> tuple[Path, ...]:
         kept = (*_named_gitdirs(own, own_gitdir), *_links_on_the_way(str(own_gitdir), root))
         found.update(dict.fromkeys(p for p in kept if p.startswith(root + os.sep)))
         _submodules(Path(holder), root, found, 0, own_gitdir)
-    dot_gits, unreadable = _repositories_below(root)
+    dot_gits, unreadable, _links = _repositories_below(root)
     for directory in unreadable:  # nothing below can be seen: the directory is pinned whole
         found.setdefault(directory)
     for dot_git in dot_gits:
@@ -110,18 +110,27 @@ def gitlinks(workspace: Path, git_dir: Path | None = None) -> tuple[str, ...]:
     return _listed(git_dir, workspace).gitlinks
 
 
-def tracked_in_build_outputs(workspace: Path) -> tuple[str, ...]:
-    """Files the indexes of the repository holding `workspace` and of those inside it track inside
-    a build-output folder (`build/`, `dist/`, `target/`…), as absolute paths: the secret walk skips
-    those folders (they hold dependencies and builds), but a file that is tracked is yours. An
-    index that cannot be read adds nothing (the policy still refuses such a file by its name)."""
+class ForSecrets(NamedTuple):
+    """What the secret masks need beyond ripgrep's listing, from one walk of the workspace."""
+
+    links: tuple[str, ...]
+    """Every symbolic link (ripgrep lists none), but in `.git` and build outputs."""
+    tracked_in_outputs: tuple[str, ...]
+    """Files the indexes of the repository holding the workspace and of those inside it track
+    inside a build-output folder (`build/`, `dist/`, `target/`…): the secret walk skips those
+    folders (they hold dependencies and builds), but a file that is tracked is yours. An index
+    that cannot be read adds nothing (the policy still refuses such a file by its name)."""
+
+
+def for_secrets(workspace: Path) -> ForSecrets:
+    """`ForSecrets`, as absolute paths, from the listings the walk for other repositories keeps
+    (an unchanged folder costs one `stat`)."""
     root = os.path.realpath(workspace)
     up = (root, *map(str, Path(root).parents))
     holder = next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
-    dot_gits = [os.path.join(holder, ".git")] if holder is not None else []
-    dot_gits += _repositories_below(root)[0]  # and the other repositories inside
+    walk = _repositories_below(root)
     found: list[str] = []
-    for dot_git in dot_gits:
+    for dot_git in ([os.path.join(holder, ".git")] if holder is not None else []) + walk.dot_gits:
         gitdir = _gitdir_of(dot_git)
         if gitdir is None:
             continue
@@ -130,7 +139,7 @@ def tracked_in_build_outputs(workspace: Path) -> tuple[str, ...]:
             found += [os.path.join(top, p) for p in _listed(gitdir, Path(top)).in_outputs]
         except CheckpointError:
             continue
-    return tuple(found)
+    return ForSecrets(tuple(walk.links), tuple(found))
 
 
 def _submodules(
@@ -215,7 +224,13 @@ def _listed(git_dir: Path, work_tree: Path) -> _Index:
     return found
 
 
-def _repositories_below(root: str) -> tuple[list[str], list[str]]:
+class _Walk(NamedTuple):
+    dot_gits: list[str]
+    unreadable: list[str]
+    links: list[str]
+
+
+def _repositories_below(root: str) -> _Walk:
     """Every `.git` entry in a directory below `root`, whatever it is (not through symlinks), and
     the directories that cannot be read. The walk goes on inside repositories — one kept in
     another's work tree is obeyed there too, and a `.git` (even an empty file) must not stop it —
@@ -227,6 +242,7 @@ def _repositories_below(root: str) -> tuple[list[str], list[str]]:
     listing = _listing(root)
     pending = list(listing.subdirs) if listing is not None else []
     outputs = list(listing.outputs) if listing is not None else []
+    links = list(listing.links) if listing is not None else []
     while pending:
         directory = pending.pop()
         listing = _listing(directory)
@@ -237,6 +253,7 @@ def _repositories_below(root: str) -> tuple[list[str], list[str]]:
             found.append(directory + "/.git")
         pending.extend(listing.subdirs)
         outputs.extend(listing.outputs)
+        links.extend(listing.links)
     for directory in outputs:  # not cached: a `.git` made in `build/` changes `build/`'s mtime only
         try:
             os.lstat(f"{directory}/.git")
@@ -246,7 +263,7 @@ def _repositories_below(root: str) -> tuple[list[str], list[str]]:
             unreadable.append(directory)
             continue
         found.append(f"{directory}/.git")
-    return found, unreadable
+    return _Walk(found, unreadable, links)
 
 
 def _links_on_the_way(path: str, root: str) -> list[str]:
@@ -322,20 +339,6 @@ def _listing(directory: str) -> _Listing | None:
     with _cache_lock:
         _listings[directory] = (stamp, listing)
     return listing
-
-
-def symlinks_below(workspace: Path) -> list[str]:
-    """Every symbolic link in the workspace, but in `.git` and build outputs, from the listings
-    the walk for other repositories keeps (an unchanged folder costs one `stat`); unreadable
-    folders are passed over."""
-    found: list[str] = []
-    pending = [os.path.realpath(workspace)]
-    while pending:
-        listing = _listing(pending.pop())
-        if listing is not None:
-            found.extend(listing.links)
-            pending.extend(listing.subdirs)
-    return found
 
 
 def checkpoint_stores(workspace: Path, repositories: Iterable[Path] = ()) -> tuple[Path, ...]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tether.core.checkpoints.regenerated import REGENERATED_DIRS
-from tether.core.gitlinks import symlinks_below, tracked_in_build_outputs
+from tether.core.gitlinks import for_secrets
 from tether.core.policy.secrets import SecretSettings, secret_globs, secret_pattern
 from tether.core.sandbox.profile import is_within
 
@@ -32,16 +32,20 @@ def find_secret_paths(
     """
     root = Path(os.path.realpath(workspace))
     skip = REGENERATED_DIRS.union(skip_dirs) | {".git"}
-    found = _with_ripgrep(root, settings, skip)
+    ripgrep = _start_ripgrep(root, settings, skip)
+    try:
+        walked = for_secrets(root)  # while ripgrep lists the files: the walk costs no wait
+    finally:
+        found = _ripgrep_found(ripgrep) if ripgrep is not None else None
     if found is None:
         found = _with_walk(root, settings, skip)
-    found += _tracked_in_skipped(root, settings)
+    found += _tracked_in_skipped(root, settings, walked.tracked_in_outputs)
     hidden: dict[str, None] = {}
     for rel in sorted(found):
         target = _mask_target(rel, settings)
         if target is not None and not any(target.startswith(h + "/") for h in hidden):
             hidden[target] = None
-    return outermost((*(root / rel for rel in hidden), *secret_link_targets(root, settings)))
+    return outermost((*(root / rel for rel in hidden), *secret_link_targets(root, settings, walked.links)))
 
 
 def outermost(paths: Iterable[Path]) -> tuple[Path, ...]:
@@ -65,7 +69,7 @@ _NOT_MASKABLE = (*_SYSTEM, "/nix", "/snap", "/var/lib", "/proc", "/dev", "/sys",
 would hide every program), and nothing of the user's project lives there."""
 
 
-def secret_link_targets(workspace: Path, settings: SecretSettings) -> tuple[Path, ...]:
+def secret_link_targets(workspace: Path, settings: SecretSettings, links: Iterable[str]) -> tuple[Path, ...]:
     """What the workspace's secret-named symbolic links point at, to hide as well.
 
     Why: `apps/web/.env -> ../../.env` (a monorepo's shared file) is refused by name to every tool,
@@ -76,7 +80,7 @@ def secret_link_targets(workspace: Path, settings: SecretSettings) -> tuple[Path
     """
     root = os.path.realpath(workspace)
     targets: dict[Path, None] = {}
-    for link in symlinks_below(workspace):
+    for link in links:
         rel = os.path.relpath(link, root).replace(os.sep, "/")
         as_dir = _is_dir_pattern(rel, settings)
         if not as_dir and secret_pattern(rel, settings) is None:
@@ -90,11 +94,11 @@ def secret_link_targets(workspace: Path, settings: SecretSettings) -> tuple[Path
     return tuple(targets)
 
 
-def _tracked_in_skipped(root: Path, settings: SecretSettings) -> list[str]:
+def _tracked_in_skipped(root: Path, settings: SecretSettings, tracked: Iterable[str]) -> list[str]:
     """Secret files git tracks inside a skipped build-output folder (`deploy/target/prod.pem`):
     not an output of a build, since they are tracked; relative to the workspace."""
     found = []
-    for path in tracked_in_build_outputs(root):
+    for path in tracked:
         real = os.path.realpath(path)
         if real.startswith(str(root) + os.sep) and os.path.isfile(real):
             rel = os.path.relpath(real, root).replace(os.sep, "/")
@@ -118,7 +122,9 @@ def _is_dir_pattern(prefix: str, settings: SecretSettings) -> bool:
     return secret_pattern(prefix, only_dirs) is not None
 
 
-def _with_ripgrep(root: Path, settings: SecretSettings, skip: set[str] | frozenset[str]) -> list[str] | None:
+def _start_ripgrep(
+    root: Path, settings: SecretSettings, skip: set[str] | frozenset[str]
+) -> subprocess.Popen[bytes] | None:
     from tether.core.tools.grep import find_rg
 
     rg = find_rg()
@@ -130,12 +136,22 @@ def _with_ripgrep(root: Path, settings: SecretSettings, skip: set[str] | frozens
     for name in sorted(skip):
         argv += ["--glob", f"!**/{name}"]
     try:
-        proc = subprocess.run(argv, cwd=root, capture_output=True, timeout=WALK_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        return subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def _ripgrep_found(proc: subprocess.Popen[bytes]) -> list[str] | None:
+    """The paths ripgrep listed, or None when it failed or took too long (the walk then does)."""
+    try:
+        out, _ = proc.communicate(timeout=WALK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         return None
     if proc.returncode not in (0, 1):  # 1: no file matched
         return None
-    return [p.removeprefix("./") for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    return [p.removeprefix("./") for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
 def _with_walk(root: Path, settings: SecretSettings, skip: set[str] | frozenset[str]) -> list[str]:
