@@ -309,6 +309,46 @@ def test_a_secret_git_tracks_in_a_build_output_folder_is_hidden(ws: Path) -> Non
         assert KEY not in result.text
 
 
+def test_tracked_secrets_in_your_build_folders_and_tracked_links_there_are_hidden(ws: Path) -> None:
+    """`[checkpoints] regenerated = ["out"]` makes the walk skip `out/` too: a file git tracks
+    there is still yours. A tracked secret-named link in such a folder hides its target."""
+    from _checkpoint_support import git
+
+    (ws / "out").mkdir()
+    (ws / "out" / "prod.pem").write_text(f"{KEY}\n")
+    (ws / "conf").mkdir()
+    (ws / "conf" / "vals.txt").write_text(f"VALS={KEY}\n")
+    (ws / "deploy" / "target").mkdir(parents=True)
+    os.symlink("../../conf/vals.txt", ws / "deploy" / "target" / ".env")
+    git(ws, "add", "-f", "out/prod.pem", "deploy/target/.env")
+    found = {
+        p.relative_to(ws).as_posix() for p in find_secret_paths(ws, SecretSettings(), skip_dirs=("out",))
+    }
+    assert {"out/prod.pem", "conf/vals.txt"} <= found
+
+
+def test_a_folder_the_listing_cannot_read_is_hidden_whole(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A docker volume owned by another user (`pgdata/`, mode 700) stopped every command: the
+    listing failed. It is hidden whole now (a program could still open a secret in a folder it may
+    enter but not list); only the workspace itself unlisted refuses."""
+    from tether.core import secret_files
+
+    (ws / "pgdata").mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if os.fspath(path) in (str(ws / "pgdata"), str(ws) + "-gone"):  # type: ignore[call-overload]
+            raise PermissionError(13, "Permission denied", os.fspath(path))  # type: ignore[call-overload]
+        return real_scandir(path)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(secret_files, "_start_ripgrep", lambda *a: None)  # ripgrep fails there too
+    monkeypatch.setattr(os, "scandir", scandir)
+    found = {p.relative_to(ws).as_posix() for p in find_secret_paths(ws, SecretSettings())}
+    assert {".env", "pgdata"} <= found
+    with pytest.raises(OSError, match="Permission denied"):
+        find_secret_paths(Path(str(ws) + "-gone"), SecretSettings())
+
+
 @pytest.mark.parametrize("backend", ["bubblewrap", "firejail", "landlock"])
 def test_a_secret_named_link_cannot_stop_every_command(tmp_path: Path, backend: str) -> None:
     """A cloned repository's `.aws -> /usr` or `.env -> /bin/bash` must not hide the system's

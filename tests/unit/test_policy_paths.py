@@ -254,6 +254,8 @@ def test_git_refuses_a_directory_shaped_like_a_bare_repository(tree: dict[str, P
         ("rust-toolchain.toml", '[toolchain]\nchannel = "1.80"\n', "cargo --version", False),
         ("rust-toolchain.toml", '[toolchain]\npath = "/x"\n', "python3 --version", False),  # not rust's
         ("rust-toolchain", "/proc/self/cwd/tools\n", "cargo --version", True),
+        ("rust-toolchain", '[toolchain]\npath = "\\u002Fproc\\u002Fx"\n', "cargo --version", True),
+        ("rust-toolchain", "nightly-2024-05-01\n", "cargo --version", False),
         # however TOML spells it
         ("rust-toolchain.toml", 'toolchain.path = "/proc/self/cwd/tools"\n', "cargo --version", True),
         ("rust-toolchain.toml", '[toolchain]\n"path" = "/x"\n', "cargo --version", True),
@@ -263,6 +265,9 @@ def test_git_refuses_a_directory_shaped_like_a_bare_repository(tree: dict[str, P
         ("mise.ci.toml", '[env]\n_.source = "./evil.sh"\n', "node --version", True),
         ("mise/config.toml", "[tools]\nnode = '20'\n", "node --version", True),
         (".config/mise/config.toml", "[tools]\nnode = '20'\n", "node --version", True),
+        (".config/mise/conf.d/evil.toml", '[env]\n_.source = "./x.sh"\n', "python3 --version", True),
+        (".config/mise.local.toml", '[env]\n_.source = "./x.sh"\n', "python3 --version", True),
+        (".mise/config.dev.toml", '[env]\n_.source = "./x.sh"\n', "python3 --version", True),
         (".tool-versions", "python path:./tools/py\n", "python3 --version", True),
         (".tool-versions", "nodejs ref:v20.0.0\n", "node --version", True),
         (".tool-versions", "python 3.12.1\nnodejs 20.1.0\n", "python3 --version", False),
@@ -287,7 +292,7 @@ def test_read_mode_refuses_a_toolchain_the_repository_chooses(
     assert decision.allowed is not runs_theirs, decision.reason
     if runs_theirs:
         assert decision.rule == "command.toolchain"
-        assert selector in decision.reason
+        assert selector.partition("/")[0] in decision.reason  # the file, or the mise folder holding it
         assert decide(command, "read", ws, SETTINGS, cwd=Path("sub")).rule == "command.toolchain"
         assert decide(command, "command", ws, SETTINGS).allowed
 

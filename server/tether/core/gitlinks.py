@@ -40,9 +40,11 @@ from tether.core.gitcmd import Git
 from tether.errors import CheckpointError
 
 _GITLINK = b"160000"
-_OUTPUT_PART = re.compile(
-    b"(?:^|/)(?:" + b"|".join(re.escape(os.fsencode(d)) for d in sorted(REGENERATED_DIRS)) + b")/"
-)
+
+
+def _output_part(names: frozenset[str]) -> re.Pattern[bytes]:
+    """A path with a folder of one of these names in it."""
+    return re.compile(b"(?:^|/)(?:" + b"|".join(re.escape(os.fsencode(d)) for d in sorted(names)) + b")/")
 
 
 class _Listing(NamedTuple):
@@ -58,7 +60,7 @@ class _Index(NamedTuple):
 
 
 _GIT_TIMEOUT = 20.0
-_cache: dict[str, tuple[tuple[int, int, int, int], _Index]] = {}
+_cache: dict[tuple[str, frozenset[str]], tuple[tuple[int, int, int, int], _Index]] = {}
 _listings: dict[str, tuple[tuple[int, int, int], _Listing]] = {}
 _cache_lock = threading.Lock()
 
@@ -122,9 +124,10 @@ class ForSecrets(NamedTuple):
     that cannot be read adds nothing (the policy still refuses such a file by its name)."""
 
 
-def for_secrets(workspace: Path) -> ForSecrets:
+def for_secrets(workspace: Path, outputs: frozenset[str] = REGENERATED_DIRS) -> ForSecrets:
     """`ForSecrets`, as absolute paths, from the listings the walk for other repositories keeps
-    (an unchanged folder costs one `stat`)."""
+    (an unchanged folder costs one `stat`). `outputs`: the build-output folder names the secret
+    walk skips (the built-in ones and the user's `[checkpoints] regenerated`)."""
     root = os.path.realpath(workspace)
     up = (root, *map(str, Path(root).parents))
     holder = next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
@@ -136,7 +139,7 @@ def for_secrets(workspace: Path) -> ForSecrets:
             continue
         top = os.path.dirname(dot_git)
         try:
-            found += [os.path.join(top, p) for p in _listed(gitdir, Path(top)).in_outputs]
+            found += [os.path.join(top, p) for p in _listed(gitdir, Path(top), outputs).in_outputs]
         except CheckpointError:
             continue
     return ForSecrets(tuple(walk.links), tuple(found))
@@ -190,7 +193,9 @@ def _first_line(path: str) -> str | None:
         os.close(fd)
 
 
-def _listed(git_dir: Path, work_tree: Path) -> _Index:
+def _listed(git_dir: Path, work_tree: Path, outputs: frozenset[str] = REGENERATED_DIRS) -> _Index:
+    """The index's gitlinks, and the files it tracks in folders named in `outputs`; cached while
+    the index file stays the same."""
     index = git_dir / "index"
     try:
         st = os.lstat(index)
@@ -202,9 +207,10 @@ def _listed(git_dir: Path, work_tree: Path) -> _Index:
         raise CheckpointError(f"the repository's index {index} is not a regular file: remove it")
     stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     with _cache_lock:
-        cached = _cache.get(str(index))
+        cached = _cache.get((str(index), outputs))
     if cached is not None and cached[0] == stamp:
         return cached[1]
+    in_an_output = _output_part(outputs)
     listed = (
         Git(git_dir=git_dir, work_tree=work_tree)
         .run("ls-files", "--stage", "-z", timeout=_GIT_TIMEOUT)
@@ -216,11 +222,11 @@ def _listed(git_dir: Path, work_tree: Path) -> _Index:
         meta, _, path = entry.partition(b"\t")
         if meta.startswith(_GITLINK + b" "):
             links.append(os.fsdecode(path))
-        elif _OUTPUT_PART.search(path):
+        elif in_an_output.search(path):
             in_outputs.append(os.fsdecode(path))
     found = _Index(tuple(links), tuple(in_outputs))
     with _cache_lock:
-        _cache[str(index)] = (stamp, found)
+        _cache[(str(index), outputs)] = (stamp, found)
     return found
 
 

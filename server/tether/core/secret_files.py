@@ -31,21 +31,24 @@ def find_secret_paths(
     cannot mask.
     """
     root = Path(os.path.realpath(workspace))
-    skip = REGENERATED_DIRS.union(skip_dirs) | {".git"}
+    outputs = REGENERATED_DIRS.union(skip_dirs)
+    skip = outputs | {".git"}
     ripgrep = _start_ripgrep(root, settings, skip)
     try:
-        walked = for_secrets(root)  # while ripgrep lists the files: the walk costs no wait
+        walked = for_secrets(root, outputs)  # while ripgrep lists the files: the walk costs no wait
     finally:
         found = _ripgrep_found(ripgrep) if ripgrep is not None else None
+    unreadable: list[str] = []
     if found is None:
-        found = _with_walk(root, settings, skip)
-    found += _tracked_in_skipped(root, settings, walked.tracked_in_outputs)
+        found, unreadable = _with_walk(root, settings, skip)
+    tracked, tracked_links = _tracked_in_skipped(root, settings, walked.tracked_in_outputs)
     hidden: dict[str, None] = {}
-    for rel in sorted(found):
+    for rel in sorted(found + tracked):
         target = _mask_target(rel, settings)
         if target is not None and not any(target.startswith(h + "/") for h in hidden):
             hidden[target] = None
-    return outermost((*(root / rel for rel in hidden), *secret_link_targets(root, settings, walked.links)))
+    links = secret_link_targets(root, settings, (*walked.links, *tracked_links))
+    return outermost((*(root / rel for rel in hidden), *links, *(Path(d) for d in unreadable)))
 
 
 def outermost(paths: Iterable[Path]) -> tuple[Path, ...]:
@@ -94,17 +97,26 @@ def secret_link_targets(workspace: Path, settings: SecretSettings, links: Iterab
     return tuple(targets)
 
 
-def _tracked_in_skipped(root: Path, settings: SecretSettings, tracked: Iterable[str]) -> list[str]:
-    """Secret files git tracks inside a skipped build-output folder (`deploy/target/prod.pem`):
-    not an output of a build, since they are tracked; relative to the workspace."""
-    found = []
+def _tracked_in_skipped(
+    root: Path, settings: SecretSettings, tracked: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """Secret files git tracks inside a skipped build-output folder (`deploy/target/prod.pem`:
+    not an output of a build, since it is tracked), relative to the workspace, by the name git
+    tracks; and the links among them (`deploy/target/.env -> ../../conf/vals.txt`), whose targets
+    are hidden like those of any secret-named link."""
+    files: list[str] = []
+    links: list[str] = []
     for path in tracked:
-        real = os.path.realpath(path)
-        if real.startswith(str(root) + os.sep) and os.path.isfile(real):
-            rel = os.path.relpath(real, root).replace(os.sep, "/")
-            if secret_pattern(rel, settings) is not None:
-                found.append(rel)
-    return found
+        if not path.startswith(str(root) + os.sep):
+            continue
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if secret_pattern(rel, settings) is None:
+            continue
+        if os.path.islink(path):
+            links.append(path)
+        elif os.path.isfile(path):
+            files.append(rel)
+    return files, links
 
 
 def _mask_target(rel: str, settings: SecretSettings) -> str | None:
@@ -154,17 +166,26 @@ def _ripgrep_found(proc: subprocess.Popen[bytes]) -> list[str] | None:
     return [p.removeprefix("./") for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
-def _with_walk(root: Path, settings: SecretSettings, skip: set[str] | frozenset[str]) -> list[str]:
+def _with_walk(
+    root: Path, settings: SecretSettings, skip: set[str] | frozenset[str]
+) -> tuple[list[str], list[str]]:
+    """The secret files below `root` (relative), and the folders that cannot be listed (absolute):
+    hidden whole, since a program could still open a secret in one by its name (a folder with
+    `x` but no `r`), and one it cannot enter costs it nothing. OSError when `root` itself cannot be
+    listed: the caller must not run a command it cannot mask."""
     found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise):
+    unreadable: list[str] = []
+
+    def note(error: OSError) -> None:
+        if error.filename is None or os.path.realpath(error.filename) == str(root):
+            raise error
+        unreadable.append(os.fsdecode(error.filename))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=note):
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         prefix = "" if rel_dir == "." else rel_dir + "/"
         dirnames[:] = [d for d in dirnames if d not in skip and not os.path.islink(os.path.join(dirpath, d))]
         for name in filenames:
             if not os.path.islink(os.path.join(dirpath, name)) and secret_pattern(prefix + name, settings):
                 found.append(prefix + name)
-    return found
-
-
-def _raise(error: OSError) -> None:
-    raise error
+    return found, unreadable

@@ -274,7 +274,8 @@ def bare_repository_trap(directory: str, workspace: Path) -> str | None:
 
 _MISE = frozenset({"mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".rtx.toml"})
 _MISE_ENV = re.compile(r"\.?mise\.[^/]+\.toml\Z")  # mise.<env>.toml, .mise.<env>.local.toml
-_MISE_NESTED = (".config/mise.toml", ".config/mise/config.toml", "mise/config.toml", ".mise/config.toml")
+_MISE_FOLDERS = (".config/mise", "mise", ".mise")  # config.toml, config.<env>.toml, conf.d/*.toml, …
+_MISE_IN_CONFIG = re.compile(r"mise(\..+)?\.toml\Z")  # .config/mise.toml, .config/mise.local.toml
 _SELECTOR_NAMES = frozenset(TOOLCHAIN_SELECTORS)
 _SELECTOR_BYTES = 4096
 
@@ -326,10 +327,18 @@ def _selector_in(directory: str, program: str) -> str | None:
         text = _small_text(path)
         if text is not None and (mise or _names_a_program(name, text)):
             return path
-    for nested in _MISE_NESTED:
-        path = os.path.join(directory, nested)
-        if os.path.lexists(path):
+    for folder in _MISE_FOLDERS:  # any mise config there counts, whatever its name
+        path = os.path.join(directory, folder)
+        if os.path.isdir(path):
             return path
+    if ".config" in names:
+        config = os.path.join(directory, ".config")
+        try:
+            found = sorted(n for n in os.listdir(config) if _MISE_IN_CONFIG.match(n))
+        except OSError:
+            found = []
+        if found:
+            return os.path.join(config, found[0])
     return None
 
 
@@ -345,13 +354,17 @@ def _selects(selector: str, program: str) -> bool:
 
 
 def _names_a_program(name: str, text: str) -> bool:
-    if name == "rust-toolchain.toml":
+    if name.startswith("rust-toolchain"):
+        # rustup reads TOML from either name (and `\u002F` is a `/` there); the old name may also
+        # hold just a toolchain's name, on one line
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError:
-            return True
-        toolchain = data.get("toolchain")
-        return "path" in data or not isinstance(toolchain, dict) or "path" in toolchain
+            if name == "rust-toolchain.toml":
+                return True
+        else:
+            toolchain = data.get("toolchain")
+            return "path" in data or not isinstance(toolchain, dict) or "path" in toolchain
     if name == ".tool-versions":
         return any(word.startswith(("path:", "ref:")) or "/" in word for word in text.split())
     value = text.strip()
