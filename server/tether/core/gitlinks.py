@@ -31,7 +31,6 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -74,8 +73,7 @@ def protected_git_paths(workspace: Path) -> tuple[Path, ...]:
     write without knowing them (fail closed)."""
     root = os.path.realpath(workspace)
     found: dict[str, None] = {}  # ordered, without repeats
-    up = (root, *map(str, Path(root).parents))
-    holder = next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
+    holder = _holder(root)
     own = os.path.join(holder if holder is not None else root, ".git")
     own_gitdir = _gitdir_of(own) if holder is not None else None
     if holder is not None and own_gitdir is not None:
@@ -122,6 +120,10 @@ class ForSecrets(NamedTuple):
     inside a build-output folder (`build/`, `dist/`, `target/`…): the secret walk skips those
     folders (they hold dependencies and builds), but a file that is tracked is yours. An index
     that cannot be read adds nothing (the policy still refuses such a file by its name)."""
+    stores: tuple[str, ...]
+    """Tether's checkpoint stores a command could read: `tether/` in the git dir of each of those
+    repositories and of their linked worktrees. A checkpoint holds every file it took, the
+    git-ignored `.env` included, and any program can decompress git's objects."""
 
 
 def for_secrets(workspace: Path, outputs: frozenset[str] = REGENERATED_DIRS) -> ForSecrets:
@@ -129,20 +131,27 @@ def for_secrets(workspace: Path, outputs: frozenset[str] = REGENERATED_DIRS) -> 
     (an unchanged folder costs one `stat`). `outputs`: the build-output folder names the secret
     walk skips (the built-in ones and the user's `[checkpoints] regenerated`)."""
     root = os.path.realpath(workspace)
-    up = (root, *map(str, Path(root).parents))
-    holder = next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
+    holder = _holder(root)
     walk = _repositories_below(root)
     found: list[str] = []
+    stores: dict[str, None] = {}
     for dot_git in ([os.path.join(holder, ".git")] if holder is not None else []) + walk.dot_gits:
         gitdir = _gitdir_of(dot_git)
         if gitdir is None:
             continue
+        stores.update(dict.fromkeys(_stores_of(gitdir)))
         top = os.path.dirname(dot_git)
         try:
             found += [os.path.join(top, p) for p in _listed(gitdir, Path(top), outputs).in_outputs]
         except CheckpointError:
             continue
-    return ForSecrets(tuple(walk.links), tuple(found))
+    return ForSecrets(tuple(walk.links), tuple(found), tuple(stores))
+
+
+def _holder(root: str) -> str | None:
+    """The folder holding the `.git` git finds first for `root` (itself or one above), if any."""
+    up = (root, *map(str, Path(root).parents))
+    return next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
 
 
 def _submodules(
@@ -347,32 +356,13 @@ def _listing(directory: str) -> _Listing | None:
     return listing
 
 
-def checkpoint_stores(workspace: Path, repositories: Iterable[Path] = ()) -> tuple[Path, ...]:
-    """Tether's checkpoint stores a command run in `workspace` could read: `tether/` in the git dir
-    of the repository holding the workspace, of each of its linked worktrees, and of `repositories`
-    (the `.git` of other repositories inside it, from `protected_git_paths`), where one exists.
-
-    Why the sandbox hides them like secrets: a checkpoint holds every file it took, the git-ignored
-    `.env` included, and any program can decompress git's objects."""
-    root = os.path.realpath(workspace)
-    up = (root, *map(str, Path(root).parents))
-    holder = next((d for d in up if os.path.lexists(os.path.join(d, ".git"))), None)
-    dot_gits = [os.path.join(holder, ".git")] if holder is not None else []
-    dot_gits += [str(p) for p in repositories if p.name == ".git"]
-    stores: dict[Path, None] = {}
-    for dot_git in dot_gits:
-        gitdir = _gitdir_of(dot_git)
-        if gitdir is None:
-            continue
-        common = _common_of(gitdir)
-        # the repository's own gitdir, and every linked worktree's (each has its own store)
-        worktrees = os.path.join(common, "worktrees")
-        linked = [os.path.join(worktrees, n) for n in _names_in(worktrees)]
-        for directory in dict.fromkeys((os.path.realpath(gitdir), common, *linked)):
-            store = os.path.join(directory, "tether")
-            if os.path.isdir(store) and not os.path.islink(store):
-                stores.setdefault(Path(store))
-    return tuple(stores)
+def _stores_of(gitdir: Path) -> list[str]:
+    """`tether/` in this git dir, its common dir and each of its linked worktrees', where one is."""
+    common = _common_of(gitdir)
+    worktrees = os.path.join(common, "worktrees")
+    linked = [os.path.join(worktrees, n) for n in _names_in(worktrees)]
+    stores = (os.path.join(d, "tether") for d in dict.fromkeys((os.path.realpath(gitdir), common, *linked)))
+    return [store for store in stores if os.path.isdir(store) and not os.path.islink(store)]
 
 
 def _names_in(directory: str) -> list[str]:

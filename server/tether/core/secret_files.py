@@ -25,10 +25,10 @@ WALK_TIMEOUT = 20.0
 def find_secret_paths(
     workspace: Path, settings: SecretSettings, *, skip_dirs: Iterable[str] = ()
 ) -> tuple[Path, ...]:
-    """Absolute paths to hide: secret files, whole secret directories (`.ssh/`), and what a
-    secret-named symbolic link points at, inside the workspace or outside (`secret_link_targets`).
-    Raises OSError when the workspace cannot be listed: the caller must not run a command it
-    cannot mask.
+    """Absolute paths to hide: secret files, whole secret directories (`.ssh/`), what a
+    secret-named symbolic link points at, inside the workspace or outside (`secret_link_targets`),
+    and Tether's checkpoint stores, which hold copies of them (`ForSecrets.stores`). Raises OSError
+    when the workspace cannot be listed: the caller must not run a command it cannot mask.
     """
     root = Path(os.path.realpath(workspace))
     outputs = REGENERATED_DIRS.union(skip_dirs)
@@ -48,10 +48,11 @@ def find_secret_paths(
         if target is not None and not any(target.startswith(h + "/") for h in hidden):
             hidden[target] = None
     links = secret_link_targets(root, settings, (*walked.links, *tracked_links))
-    return outermost((*(root / rel for rel in hidden), *links, *(Path(d) for d in unreadable)))
+    extra = (*links, *(Path(d) for d in (*unreadable, *walked.stores)))
+    return _outermost((*(root / rel for rel in hidden), *extra))
 
 
-def outermost(paths: Iterable[Path]) -> tuple[Path, ...]:
+def _outermost(paths: Iterable[Path]) -> tuple[Path, ...]:
     """`paths` without repeats and without those inside another one that is a folder: a folder's
     mask hides all below it, and a mask inside it could not be mounted (every command would fail:
     `x/.ssh -> ../sec` beside `x/.env -> ../sec/a`)."""
@@ -88,12 +89,12 @@ def secret_link_targets(workspace: Path, settings: SecretSettings, links: Iterab
         as_dir = _is_dir_pattern(rel, settings)
         if not as_dir and secret_pattern(rel, settings) is None:
             continue
-        target = os.path.realpath(link)
-        kind_ok = os.path.isdir(target) if as_dir else os.path.isfile(target)
-        holds_workspace = root == target or root.startswith(target.rstrip("/") + "/")
-        special = any(target == p or target.startswith(p + "/") for p in _NOT_MASKABLE)
+        target = Path(os.path.realpath(link))
+        kind_ok = target.is_dir() if as_dir else target.is_file()
+        holds_workspace = is_within(Path(root), target)
+        special = any(is_within(target, Path(p)) for p in _NOT_MASKABLE)
         if kind_ok and not holds_workspace and not special:
-            targets.setdefault(Path(target))
+            targets.setdefault(target)
     return tuple(targets)
 
 

@@ -124,15 +124,10 @@ class Session:
         limit = timeout if timeout is not None else settings.command_timeout
         if not 0 < limit <= MAX_COMMAND_TIMEOUT:
             raise ConfigError(f"--timeout must be between 1 and {MAX_COMMAND_TIMEOUT} seconds")
-        from tether.core.gitlinks import checkpoint_stores
         from tether.core.sandbox import RunRequest, select_runner
-        from tether.core.secret_files import find_secret_paths, outermost
+        from tether.core.secret_files import find_secret_paths
 
         runner = self.gate.runner() if backend is None else select_runner(settings)
-        protected = self.protected_paths()
-        secrets = find_secret_paths(
-            self.workspace, self.config.policy.secrets, skip_dirs=self.config.checkpoints.regenerated
-        )
         request = RunRequest(
             argv=tuple(argv),
             script=None,
@@ -140,9 +135,11 @@ class Session:
             workspace=self.workspace,
             timeout=limit,
             max_output_bytes=settings.max_output_bytes,
-            protected=protected,
+            protected=self.protected_paths(),
             env_passthrough=settings.env_passthrough,
-            masked=outermost((*secrets, *checkpoint_stores(self.workspace, protected))),
+            masked=find_secret_paths(
+                self.workspace, self.config.policy.secrets, skip_dirs=self.config.checkpoints.regenerated
+            ),
         )
         return runner.run(request), runner.name
 

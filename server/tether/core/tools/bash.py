@@ -24,13 +24,12 @@ from typing import Any
 
 from tether.core.approvals import ApprovalNeed, AskedSegment
 from tether.core.config import EffectiveConfig, Transform
-from tether.core.gitlinks import checkpoint_stores
 from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
 from tether.core.sandbox.protected import protected_paths
-from tether.core.secret_files import find_secret_paths, outermost
+from tether.core.secret_files import find_secret_paths
 from tether.core.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tether.core.tools.git_state import IndexWatch, changes_git_state, repository_lock
 from tether.core.tools.git_tool import commit_identity
@@ -357,19 +356,6 @@ def _protected(ws: Path, config: EffectiveConfig, git_state: bool, *, read_only:
     return tuple(p for p in paths if p != git_dir) + tuple(git_dir / d for d in GIT_KEPT_READ_ONLY)
 
 
-def _checkpoint_stores(
-    ws: Path, config: EffectiveConfig, protected: tuple[Path, ...], *, read_only: bool
-) -> tuple[Path, ...]:
-    """The checkpoint stores to hide: they hold copies of the secrets (`checkpoint_stores`). A
-    read-only run's protected list leaves out the other repositories inside; they are looked for
-    here, and where an index cannot be read the policy alone stands (no program read mode allows
-    can open a store: git's `--git-dir` and `-C` into one are refused)."""
-    if read_only:
-        with contextlib.suppress(SandboxError):
-            protected = protected_paths(ws, config.policy)
-    return checkpoint_stores(ws, protected)
-
-
 def _transform_fields(plan: Plan) -> dict[str, Any]:
     if not plan.transforms:
         return {}
@@ -472,9 +458,6 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
         protected = _protected(plan.workspace, ctx.config, plan.git_state, read_only=read_only)
     except SandboxError as exc:
         return failure(f"{exc}; nothing ran")
-    masked = outermost(
-        (*masked, *_checkpoint_stores(plan.workspace, ctx.config, protected, read_only=read_only))
-    )
     plan = replace(plan, masked=masked, protected=protected)
     if ctx.not_checkpointed:  # what rollback could not restore, the command cannot change
         # but a symlink (a `.gitmodules` link git cannot store) the sandbox cannot hold in place:
