@@ -24,7 +24,14 @@ ALLOWED: dict[str, object] = {
     "tether.core.diff": ANY_NAME,  # pure rendering of proposals
     "tether.core.approvals": ANY_NAME,  # the question and the answer faces exchange with the gate
     "tether.core.config": frozenset(
-        {"AgentSettings", "EffectiveConfig", "user_config_path", "MAX_COMMAND_TIMEOUT", "DEFAULT_MODEL"}
+        {
+            "AgentSettings",
+            "EffectiveConfig",
+            "user_config_path",
+            "user_state_dir",
+            "MAX_COMMAND_TIMEOUT",
+            "DEFAULT_MODEL",
+        }
     ),
     "tether.core.proposals": frozenset({"Proposal", "Hunk", "ProposalStore", "read_current_text"}),
     "tether.core.tools.base": frozenset({"OpenDocument", "DocumentSource"}),

@@ -8,6 +8,11 @@ Code's own checkpoints do not cover. Edit, Write, MultiEdit and NotebookEdit get
 naming one as its path, are denied.
 After: one audit line with the result, in the same hash-chained log as every other face.
 
+With `--sandbox`, a Bash command Tether would let through is not run by Claude Code's shell as
+written: the answer rewrites it (`updatedInput`) into `tether hook run GRANT -- COMMAND`, which runs
+it through Tether's own gate — the sandbox that hides secret files and holds the network, a
+checkpoint, the audit log. That also makes workspace mode safe to offer (`--mode workspace`).
+
 Fail closed: input that is not a Claude Code hook event, or anything that goes wrong while deciding,
 is answered with a deny and the reason — never a traceback, never silence (which Claude Code would
 take as "no objection"). Tested with Claude Code 2.1.328's hook format (docs/integrations.md).
@@ -18,14 +23,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether.cli._common import add_workspace_arg
 
 if TYPE_CHECKING:
+    import threading
+
+    from tether.cli._grants import Grant
+    from tether.core.approvals import ApprovalAnswer, ApprovalRequest, Approver
     from tether.core.session import Session
 
 MAX_EVENT_BYTES = 4 * 1024 * 1024
@@ -55,13 +66,7 @@ def register(subparsers: Any) -> None:
         "claude-code",
         help="read one Claude Code hook event (PreToolUse, PostToolUse) on stdin, answer on stdout",
     )
-    claude.add_argument(
-        "--mode",
-        choices=("read", "command"),
-        default="command",
-        help="the highest mode a Bash command is judged in (default command). Workspace mode is not "
-        "offered: Claude Code runs the command outside Tether's sandbox",
-    )
+    _add_hook_options(claude)
     add_workspace_arg(claude)
     claude.set_defaults(handler=_claude_code)
     install = agents.add_parser(
@@ -73,8 +78,33 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="merge it into ~/.claude/settings.json (your user settings; never a project's)",
     )
+    _add_hook_options(install)
     install.set_defaults(handler=_install)
+    run = agents.add_parser(
+        "run",
+        help="run the Bash command `claude-code --sandbox` granted, in Tether's sandbox "
+        "(the hook writes this command for Claude Code; you do not type it)",
+    )
+    run.add_argument("grant", metavar="GRANT", help="the one-use grant the hook issued")
+    run.add_argument("command", nargs="?", metavar="COMMAND", help="the granted command, shown to you")
+    run.set_defaults(handler=_run_granted)
     parser.set_defaults(handler=lambda args: parser.print_help(sys.stderr) or 2)
+
+
+def _add_hook_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mode",
+        choices=("read", "command", "workspace"),
+        default="command",
+        help="the highest mode a Bash command is judged in (default command). Workspace mode needs "
+        "--sandbox: without it Claude Code runs the command outside Tether's sandbox",
+    )
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="run Claude Code's Bash commands in Tether's sandbox (secrets hidden, network through "
+        "your allowlist): the hook rewrites each command it lets through",
+    )
 
 
 # --- the hook ---------------------------------------------------------------------------------------
@@ -89,9 +119,14 @@ def _claude_code(args: argparse.Namespace) -> int:
         return 0
     name = event["hook_event_name"]
     try:
+        if args.mode == "workspace" and not args.sandbox:
+            raise HookInputError(
+                "`--mode workspace` needs `--sandbox`: without it Claude Code runs the command outside "
+                "Tether's sandbox, and workspace mode lets any program run"
+            )
         session = _session(args, event)
         if name == "PreToolUse":
-            answer = pre_tool_use(session, event, args.mode)
+            answer = pre_tool_use(session, event, args.mode, sandbox=args.sandbox)
             if answer is not None:
                 _emit(answer)
         else:
@@ -123,13 +158,17 @@ def parse_event(raw: bytes) -> dict[str, Any]:
     return event
 
 
-def pre_tool_use(session: Session, event: dict[str, Any], mode: str) -> dict[str, Any] | None:
+def pre_tool_use(
+    session: Session, event: dict[str, Any], mode: str, *, sandbox: bool = False
+) -> dict[str, Any] | None:
     """The answer to a PreToolUse event; None means "no objection" (Claude Code's own rules decide)."""
     tool, tool_input = event["tool_name"], event["tool_input"]
     if tool == "Bash":
         command = tool_input.get("command")
         if not isinstance(command, str):
             return deny("Tether: Bash without a string `command`. Denied (fail closed)")
+        if sandbox:
+            return _sandboxed_bash(session, tool_input, command, _cwd(session, event), mode)
         return _bash(session, command, _cwd(session, event), mode)
     if tool in EDIT_TOOLS or tool in READ_TOOLS:
         key = EDIT_TOOLS.get(tool) or READ_TOOLS[tool]
@@ -160,6 +199,71 @@ def _bash(session: Session, command: str, cwd: Path | None, mode: str) -> dict[s
     if problem is not None:
         return deny(problem)
     return _answer(decision["verdict"], decision, checkpointed=True)
+
+
+LADDER = ("read", "command", "workspace")
+CLAUDE_CODE_BASH_TIMEOUT = 120.0
+"""Seconds: Claude Code's Bash timeout when the call names none."""
+
+
+def _sandboxed_bash(
+    session: Session, tool_input: dict[str, Any], command: str, cwd: Path | None, mode: str
+) -> dict[str, Any]:
+    """Judge as the bash tool does (the lowest mode that allows or asks), then hand Claude Code a
+    rewritten command that runs this one through Tether's gate: sandbox, checkpoint, audit line.
+
+    Nothing runs here: the runner takes the checkpoint, after Claude Code asked you (if it must).
+    """
+    workspace = session.workspace
+    where = cwd if cwd is not None else workspace
+    if not where.is_relative_to(workspace):
+        return deny(
+            f"Tether: Claude Code's shell is in {where}, outside the workspace {workspace}. Commands "
+            "run in Tether's sandbox, which holds the workspace only: `cd` back into it first"
+        )
+    decision: dict[str, Any] = {}
+    for level in LADDER[: LADDER.index(mode) + 1]:
+        decision = session.check_command(command, level, cwd=where)
+        if decision["verdict"] != "deny":
+            break
+    verdict = decision["verdict"]
+    if verdict == "deny":
+        return _answer("deny", decision)
+    from tether.cli._grants import Grant, issue
+
+    directory = where.relative_to(workspace).as_posix()
+    timeout = _claude_code_timeout(tool_input.get("timeout"))
+    grant = Grant(command, str(workspace), directory, level, verdict, time.time(), timeout)
+    rewritten = runner_command(issue(grant), command)
+    answer = _answer(verdict, decision)
+    hook_output = answer["hookSpecificOutput"]
+    hook_output["permissionDecisionReason"] += (
+        f". It runs in Tether's sandbox ({level} mode), after a checkpoint: `tether rollback 1` undoes it"
+        if level != "read"
+        else f". It runs in Tether's sandbox ({level} mode)"
+    )
+    hook_output["updatedInput"] = {**tool_input, "command": rewritten}
+    return answer
+
+
+def _claude_code_timeout(milliseconds: object) -> float:
+    """Claude Code's limit for this call (2 minutes unless the model asked for another), in seconds
+    and within Tether's own bounds: Claude Code kills the shell then anyway."""
+    from tether.core.config import MAX_COMMAND_TIMEOUT
+
+    given = (
+        milliseconds
+        if isinstance(milliseconds, (int, float)) and not isinstance(milliseconds, bool)
+        else None
+    )
+    seconds = given / 1000 if given is not None and given > 0 else CLAUDE_CODE_BASH_TIMEOUT
+    return float(min(max(seconds, 1.0), MAX_COMMAND_TIMEOUT))
+
+
+def runner_command(grant_id: str, command: str) -> str:
+    """What Claude Code's shell runs instead: this Python's Tether, the grant, and the command
+    itself, so that the question Claude Code shows you names what will run."""
+    return shlex.join([sys.executable, "-m", "tether", "hook", "run", grant_id, "--", command])
 
 
 def _answer(verdict: str, decision: dict[str, Any], *, checkpointed: bool = False) -> dict[str, Any]:
@@ -241,6 +345,65 @@ def _emit(answer: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+# --- the runner: what `--sandbox` has Claude Code's shell run ---------------------------------------
+
+
+def _run_granted(args: argparse.Namespace) -> int:
+    """Run one granted command through the gate; its output and exit code are Claude Code's result.
+
+    Exit 126 (as a shell does for a command it cannot run) when there is no grant to claim or it is
+    for another command; 1 when the gate refuses it now (the workspace changed since the hook).
+    """
+    from tether.cli._grants import GrantError, claim
+    from tether.cli.run import exit_code
+    from tether.core.session import FaceOverrides, open_session
+
+    try:
+        grant = claim(args.grant)
+    except GrantError as exc:
+        print(f"tether: not run: {exc}. Tether's hook issues one for each command", file=sys.stderr)
+        return 126
+    if args.command is not None and args.command != grant.command:
+        print("tether: not run: the grant is for another command", file=sys.stderr)
+        return 126
+    # `workspace` grants read and command with it; the others climb the ladder up to the mode
+    permissions = ",".join(LADDER[: LADDER.index(grant.mode) + 1]) if grant.mode in LADDER else "none"
+    overrides = FaceOverrides(permissions=permissions, command_timeout=grant.timeout)
+    session = open_session(Path(grant.workspace), overrides)
+    result = session.gate.call(
+        "bash_command",
+        {"command": grant.command, "directory": grant.directory, "reason": "Claude Code's Bash"},
+        source=SOURCE,
+        approver=_approved_in_claude_code(grant),
+    )
+    body = result.result
+    sys.stdout.write(str(body.get("stdout") or ""))
+    sys.stdout.flush()
+    sys.stderr.write(str(body.get("stderr") or ""))
+    if result.state == "denied" or result.dry_run or "exit_code" not in body:
+        sys.stderr.write(f"tether: not run: {result.text.strip()}\n")
+    elif body.get("suggestion"):
+        sys.stderr.write(f"tether: {body['suggestion']}\n")
+    for warning in result.warnings:
+        sys.stderr.write(f"tether: {warning}\n")
+    return exit_code(result) if not result.dry_run else 1
+
+
+def _approved_in_claude_code(grant: Grant) -> Approver:
+    """Yes, once, to exactly the command Claude Code asked you about; no to anything else."""
+    from tether.core.approvals import ApprovalAnswer, denied
+
+    def approve(request: ApprovalRequest, cancel: threading.Event) -> ApprovalAnswer:
+        if grant.verdict == "ask" and request.command == grant.command:
+            return ApprovalAnswer("allow_once", None, "approved by the user in Claude Code's prompt")
+        return denied(
+            "Tether's hook let this command through without asking, and now it needs a person: "
+            "run it again so that Claude Code asks you"
+        )
+
+    return approve
+
+
 # --- install -----------------------------------------------------------------------------------------
 
 
@@ -253,14 +416,22 @@ def hooks_block(command: str) -> dict[str, Any]:
     }
 
 
-def _hook_command() -> str:
+def _hook_command(args: argparse.Namespace | None = None) -> str:
     found = shutil.which("tether")
     program = found if found is not None else f"{sys.executable} -m tether"
-    return f"{program} hook claude-code"
+    command = f"{program} hook claude-code"
+    if args is not None and args.mode != "command":
+        command += f" --mode {args.mode}"
+    if args is not None and args.sandbox:
+        command += " --sandbox"
+    return command
 
 
 def _install(args: argparse.Namespace) -> int:
-    block = hooks_block(_hook_command())
+    if args.mode == "workspace" and not args.sandbox:
+        print("tether: `--mode workspace` needs `--sandbox`; nothing was changed", file=sys.stderr)
+        return 2
+    block = hooks_block(_hook_command(args))
     if not args.write:
         print(json.dumps({"hooks": block}, indent=2))
         print(
@@ -305,18 +476,30 @@ def merge_settings(path: Path, block: dict[str, Any]) -> tuple[dict[str, Any], l
             raise ValueError(f"`hooks.{event}` is not a list")
         ours = entries[0]["hooks"][0]["command"]
         installed = [
-            group
+            (group, hook)
             for group in existing
-            if isinstance(group, dict)
-            and any(isinstance(h, dict) and h.get("command") == ours for h in group.get("hooks", []))
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for hook in group["hooks"]
+            if isinstance(hook, dict) and _same_hook(hook.get("command"), ours)
         ]
         if not installed:
             existing.extend(entries)
             added.append(event)
-        elif installed[0].get("matcher") != entries[0]["matcher"]:  # an older Tether's matcher
-            installed[0]["matcher"] = entries[0]["matcher"]
+            continue
+        group, hook = installed[0]
+        if hook.get("command") != ours:  # other options (`--sandbox`): one Tether hook, not two
+            hook["command"] = ours
+            added.append(f"{event} (command updated)")
+        if group.get("matcher") != entries[0]["matcher"]:  # an older Tether's matcher
+            group["matcher"] = entries[0]["matcher"]
             added.append(f"{event} (matcher updated)")
     return settings, added
+
+
+def _same_hook(command: object, ours: str) -> bool:
+    """The same Tether hook, whatever its options: two would answer each Bash call differently."""
+    base = ours.split(" hook claude-code", 1)[0] + " hook claude-code"
+    return isinstance(command, str) and (command == base or command.startswith(base + " "))
 
 
 def _atomic_write(path: Path, text: str) -> None:
