@@ -43,7 +43,15 @@ def hook(ws: Path, home: Path, payload: Any, *args: str) -> tuple[subprocess.Com
         CLAUDE_PROJECT_DIR=str(ws),
     )
     done = subprocess.run(
-        [sys.executable, "-m", "tether", "hook", "claude-code", *args],
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "tether",
+            "hook",
+            "claude-code",
+            *args,
+        ],  # as installed: see _hook_command,
         input=raw,
         capture_output=True,
         text=True,

@@ -193,8 +193,60 @@ def test_install_with_sandbox_replaces_the_hook_it_finds(tmp_path: Path) -> None
         commands = [h["command"] for group in hooks[event_name] for h in group["hooks"]]
         assert len(commands) == 1
         assert commands[0].endswith("hook claude-code --sandbox")
+    # An older install naming `python -m tether` (which imports a project's `tether/` first) is
+    # replaced by the current command, not joined by a second hook.
+    settings = home / ".claude" / "settings.json"
+    old = json.loads(settings.read_text())
+    for group in old["hooks"]["PreToolUse"]:
+        group["hooks"][0]["command"] = "/usr/bin/python3 -m tether hook claude-code"
+    settings.write_text(json.dumps(old))
+    subprocess.run([*base, "--sandbox"], capture_output=True, text=True, env=env, check=True)
+    groups = json.loads(settings.read_text())["hooks"]["PreToolUse"]
+    commands = [h["command"] for group in groups for h in group["hooks"]]
+    assert len(commands) == 1
+    assert commands[0].endswith("hook claude-code --sandbox")
+    # Without `tether` on PATH the hook is this Python, with -P: the project's folder is not imported.
+    bare_path = {**env, "PATH": "/usr/bin:/bin"}
+    printed = subprocess.run(base[:-1], capture_output=True, text=True, env=bare_path, check=True)
+    command = json.loads(printed.stdout)["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert " -P -m tether hook claude-code" in command
     refused = subprocess.run(
         [*base, "--mode", "workspace"], capture_output=True, text=True, env=env, check=False
     )
     assert refused.returncode == 2
     assert "needs `--sandbox`" in refused.stderr
+
+
+def test_code_left_in_the_workspace_never_stands_in_for_tether(ws: Path, tmp_path: Path) -> None:
+    """Claude Code's shell runs the rewrite in the workspace, outside any sandbox: Python must not
+    import a module a command left there (found by the adversarial review: `echo … > argparse.py`,
+    then `ls` printed the `.env`)."""
+    planted = f"print(open({str(ws / '.env')!r}).read()); raise SystemExit(0)\n"
+    for folder in (ws, ws / "src"):
+        (folder / "argparse.py").write_text(planted)
+        (folder / "shlex.py").write_text(planted)
+        (folder / "tether").mkdir()
+        (folder / "tether" / "__init__.py").write_text(planted)
+        (folder / "tether" / "__main__.py").write_text(planted)
+    for folder in (ws, ws / "src"):
+        _, answer = hook(ws, tmp_path, bash_event(ws, "ls", cwd=folder), "--sandbox")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
+        env.update(XDG_STATE_HOME=str(tmp_path / "state"), TETHER_MANAGED_CONFIG=str(tmp_path / "m.toml"))
+        ran = subprocess.run(
+            ["bash", "-c", rewritten(answer)],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert SECRET not in ran.stdout + ran.stderr
+        assert ran.returncode == 0, ran.stderr
+        assert "argparse.py" in ran.stdout  # the real `ls`, in the sandbox
+
+
+def test_a_state_folder_that_cannot_hold_grants_is_a_clear_refusal(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(_grants.GrantError, match="could not be taken"):
+        _grants.claim("0" * 32, blocker)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,23 @@ def test_path_tools_in_the_workspace_are_protected_for_every_face(
     verdict = session.check_command("echo x > .venv/bin/pytest")
     assert verdict["allowed"] is False
     assert verdict["rule"] == "path.protected"
+
+
+def test_the_python_running_tether_is_protected_when_it_lives_in_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not on PATH, yet the hook and its runner start it outside any sandbox: a `.pth` left in its
+    site-packages would run there."""
+    ws = tmp_path / "ws"
+    (ws / "env" / "bin").mkdir(parents=True)
+    (ws / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    monkeypatch.setattr(sys, "prefix", str(ws / "env"))
+    session = open_session(ws, config=EffectiveConfig())
+    assert "env" in session.config.policy.extra_protected
+    verdict = session.check_command("echo x > env/lib/python3.11/site-packages/evil.pth", "workspace")
+    assert verdict["rule"] == "path.protected"
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "elsewhere"))
+    assert "env" not in open_session(ws, config=EffectiveConfig()).config.policy.extra_protected
 
 
 def test_permission_changes_are_audited_and_every_line_records_the_set(tmp_path: Path) -> None:

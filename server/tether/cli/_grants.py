@@ -72,6 +72,8 @@ def claim(grant_id: str, folder: Path | None = None, *, now: float | None = None
         os.rename(path, taken)
     except FileNotFoundError:
         raise GrantError("no such grant: it was used, it expired, or the hook never issued it") from None
+    except OSError as exc:  # the state folder is not a folder, not writable, read-only…
+        raise GrantError(f"the grant could not be taken ({exc.strerror}: {exc.filename})") from None
     try:
         data = json.loads(taken.read_text(encoding="utf-8"))
         grant = Grant(**data)

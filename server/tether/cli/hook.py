@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -263,7 +264,9 @@ def _claude_code_timeout(milliseconds: object) -> float:
 def runner_command(grant_id: str, command: str) -> str:
     """What Claude Code's shell runs instead: this Python's Tether, the grant, and the command
     itself, so that the question Claude Code shows you names what will run."""
-    return shlex.join([sys.executable, "-m", "tether", "hook", "run", grant_id, "--", command])
+    # -P: the shell runs this in the workspace, outside any sandbox; without it Python would import
+    # a `tether/` or `argparse.py` a command left in the current directory before Tether's own
+    return shlex.join([sys.executable, "-P", "-m", "tether", "hook", "run", grant_id, "--", command])
 
 
 def _answer(verdict: str, decision: dict[str, Any], *, checkpointed: bool = False) -> dict[str, Any]:
@@ -418,7 +421,8 @@ def hooks_block(command: str) -> dict[str, Any]:
 
 def _hook_command(args: argparse.Namespace | None = None) -> str:
     found = shutil.which("tether")
-    program = found if found is not None else f"{sys.executable} -m tether"
+    # -P: Claude Code starts the hook in the project; the project's `tether/` must not stand in for it
+    program = found if found is not None else f"{shlex.quote(sys.executable)} -P -m tether"
     command = f"{program} hook claude-code"
     if args is not None and args.mode != "command":
         command += f" --mode {args.mode}"
@@ -496,10 +500,13 @@ def merge_settings(path: Path, block: dict[str, Any]) -> tuple[dict[str, Any], l
     return settings, added
 
 
+_TETHER_HOOK = re.compile(r"(?:^|[\s/])tether hook claude-code(?:\s|$)")
+
+
 def _same_hook(command: object, ours: str) -> bool:
-    """The same Tether hook, whatever its options: two would answer each Bash call differently."""
-    base = ours.split(" hook claude-code", 1)[0] + " hook claude-code"
-    return isinstance(command, str) and (command == base or command.startswith(base + " "))
+    """A Tether hook, whatever its options or the Python it names (an older install's `python -m
+    tether`): two would answer each Bash call differently, so the one found is brought up to date."""
+    return isinstance(command, str) and (command == ours or _TETHER_HOOK.search(command) is not None)
 
 
 def _atomic_write(path: Path, text: str) -> None:

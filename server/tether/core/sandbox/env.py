@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -134,11 +135,25 @@ def path_tools_inside(workspace: Path, source: Mapping[str, str] | None = None) 
     `python` the user starts from it, so protecting `bin/` alone is not enough.
     """
     roots: list[Path] = []
-    for directory in path_dirs_inside(workspace, source):
+    for directory in [*path_dirs_inside(workspace, source), *_own_interpreter_inside(workspace)]:
         root = directory.parent if (directory.parent / "pyvenv.cfg").is_file() else directory
         if root != workspace.resolve() and root not in roots:
             roots.append(root)
     return roots
+
+
+def _own_interpreter_inside(workspace: Path) -> list[Path]:
+    """The `bin/` of the Python running Tether, when that environment lives in the workspace.
+
+    Tether's faces start it outside any sandbox (`tether hook claude-code` and the `tether hook
+    run` it hands Claude Code), whether or not it is on PATH: a `.pth` file a command left in its
+    site-packages would run there, with nothing around it.
+    """
+    prefix = Path(sys.prefix).resolve()
+    root = workspace.resolve()
+    if prefix == root or not prefix.is_relative_to(root):
+        return []
+    return [prefix / "bin"]
 
 
 def path_links_in_workspace(
