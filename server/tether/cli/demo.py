@@ -394,7 +394,7 @@ class Demo:
         for method, handler in handlers.items():
             client.feature(method)(_plain_function(handler))
         await client.start_io(
-            sys.executable, "-m", "tether", "serve", env=self._server_env(base_url), cwd=workspace
+            sys.executable, "-P", "-m", "tether", "serve", env=self._server_env(base_url), cwd=workspace
         )
         capabilities = types.ClientCapabilities(
             workspace=types.WorkspaceClientCapabilities(apply_edit=True),

@@ -323,7 +323,9 @@ export interface ServerCommandLine {
 
 /**
  * How to start `tether serve`: `tether.server.path`, else `tether` on PATH, else
- * `<interpreter> -m tether serve` (interpreter defaulting to `python3`).
+ * `<interpreter> -P -m tether serve` (interpreter defaulting to `python3`). `-P`: the server starts
+ * in the workspace folder, and without it Python would import a `tether/` folder the repository (or
+ * a command the agent ran) put there, in place of the installed Tether.
  * `which` looks a program up on PATH and returns its absolute path or null.
  */
 export function resolveServerCommand(settings: TetherSettings, which: (name: string) => string | null): ServerCommandLine {
@@ -333,9 +335,9 @@ export function resolveServerCommand(settings: TetherSettings, which: (name: str
   if (!settings.interpreter) {
     const onPath = which("tether");
     if (onPath) return { command: onPath, args: ["serve"], origin: "PATH" };
-    return { command: "python3", args: ["-m", "tether", "serve"], origin: "python3" };
+    return { command: "python3", args: ["-P", "-m", "tether", "serve"], origin: "python3" };
   }
-  return { command: settings.interpreter, args: ["-m", "tether", "serve"], origin: "tether.server.interpreter" };
+  return { command: settings.interpreter, args: ["-P", "-m", "tether", "serve"], origin: "tether.server.interpreter" };
 }
 
 export interface InitializationOptions {

@@ -163,12 +163,12 @@ describe("resolveServerCommand", () => {
     const line = resolveServerCommand(DEFAULTS, (name) => (name === "tether" ? "/usr/local/bin/tether" : null));
     assert.deepEqual(line, { command: "/usr/local/bin/tether", args: ["serve"], origin: "PATH" });
   });
-  test("an interpreter setting means python -m tether", () => {
+  test("an interpreter setting means python -P -m tether (the workspace folder is not imported)", () => {
     const line = resolveServerCommand({ ...DEFAULTS, interpreter: "/venv/bin/python" }, () => "/usr/bin/tether");
-    assert.deepEqual(line, { command: "/venv/bin/python", args: ["-m", "tether", "serve"], origin: "tether.server.interpreter" });
+    assert.deepEqual(line, { command: "/venv/bin/python", args: ["-P", "-m", "tether", "serve"], origin: "tether.server.interpreter" });
   });
-  test("else python3 -m tether", () => {
-    assert.deepEqual(resolveServerCommand(DEFAULTS, none), { command: "python3", args: ["-m", "tether", "serve"], origin: "python3" });
+  test("else python3 -P -m tether", () => {
+    assert.deepEqual(resolveServerCommand(DEFAULTS, none), { command: "python3", args: ["-P", "-m", "tether", "serve"], origin: "python3" });
   });
 });
 
