@@ -273,3 +273,31 @@ def test_install_prints_the_block_and_write_merges_into_the_user_settings_only(t
     bad = subprocess.run([*base, "--write"], capture_output=True, text=True, env=env, check=False)
     assert bad.returncode == 1
     assert settings.read_text() == "{broken"
+
+
+def test_a_grep_that_would_read_a_secret_file_is_denied(ws: Path, tmp_path: Path) -> None:
+    """Claude Code's Grep skips git-ignored files but reads hidden ones, outside any sandbox: a
+    secret that is not ignored would reach the model (the ignored `.env` of the fixture would not)."""
+    (ws / "deploy").mkdir()
+    (ws / "deploy" / ".env.production").write_text("DB_PASSWORD=hunter2\n")
+
+    def grep(**tool_input: Any) -> Any:
+        return hook(ws, tmp_path, event(ws, "PreToolUse", "Grep", {"pattern": "PASSWORD", **tool_input}))[1]
+
+    verdict, reason = decision(grep())
+    assert verdict == "deny"
+    assert "sandbox: deploy/.env.production. " in reason  # only it: the ignored `.env` is not searched
+    assert decision(grep(path="deploy"))[0] == "deny"
+    assert grep(path="src") is None
+    assert grep(glob="*.py") is None  # the search's own glob leaves it out
+    assert grep(type="py") is None
+    home = tmp_path / "someone"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("aws_secret_access_key = x\n")
+    verdict, reason = decision(grep(path=str(home)))
+    assert verdict == "deny"  # outside the workspace too: a secret is a secret
+    assert ".aws" in reason
+    user_config = tmp_path / "config" / "tether" / "config.toml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text('[secrets]\nallow = ["deploy/.env.production"]\n')
+    assert grep() is None  # your choice, in your config

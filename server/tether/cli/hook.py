@@ -4,8 +4,8 @@ Claude Code runs its own tools; a command hook sees each call before and after. 
 command gets Tether's verdict (allow, ask or deny, with the rule and the reason) and, when it may
 change files, a checkpoint first, so `tether rollback` undoes what the shell did — which Claude
 Code's own checkpoints do not cover. Edit, Write, MultiEdit and NotebookEdit get the path checks
-(outside the workspace, protected paths, secrets) and a checkpoint; Read of a secret file, and Grep
-naming one as its path, are denied.
+(outside the workspace, protected paths, secrets) and a checkpoint; Read of a secret file, and a
+Grep naming one or searching a folder where its ripgrep would read one, are denied.
 After: one audit line with the result, in the same hash-chained log as every other face.
 
 With `--sandbox`, a Bash command Tether would let through is not run by Claude Code's shell as
@@ -174,19 +174,39 @@ def pre_tool_use(
     if tool in EDIT_TOOLS or tool in READ_TOOLS:
         key = EDIT_TOOLS.get(tool) or READ_TOOLS[tool]
         path = tool_input.get(key)
-        if tool in OPTIONAL_PATH and path is None:
-            return None
-        if not isinstance(path, str) or not path:
+        if not (tool in OPTIONAL_PATH and path is None) and (not isinstance(path, str) or not path):
             return deny(f"Tether: {tool} without a string `{key}`. Denied (fail closed)")
         write = tool in EDIT_TOOLS
-        found = session.gate.check_path(path, write=write)
-        if not found["allowed"] and (write or found["rule"] == "path.secret"):
-            return deny(f"Tether denied ({found['rule']}): {found['reason']}")
+        if path is not None:
+            found = session.gate.check_path(path, write=write)
+            if not found["allowed"] and (write or found["rule"] == "path.secret"):
+                return deny(f"Tether denied ({found['rule']}): {found['reason']}")
+        if tool == "Grep":
+            return _grep(session, tool_input, path, _cwd(session, event))
         if write:
             problem = _checkpoint(session, f"{tool} {path}")
             if problem is not None:
                 return deny(problem)
     return None
+
+
+def _grep(
+    session: Session, tool_input: dict[str, Any], path: str | None, cwd: Path | None
+) -> dict[str, Any] | None:
+    """Claude Code's Grep reads every file its ripgrep lists (hidden ones included, git-ignored ones
+    not) and runs outside any sandbox: a secret file among them would reach the model."""
+    glob, kind = tool_input.get("glob"), tool_input.get("type")
+    globs = [glob] if isinstance(glob, str) and glob else []
+    types = [kind] if isinstance(kind, str) and kind else []
+    found = session.gate.secrets_a_search_reads(path, cwd=cwd, globs=globs, types=types)
+    if not found:
+        return None
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return deny(
+        f"Tether denied (path.secret): this search would read secret files, which Claude Code's Grep "
+        f"reads outside any sandbox: {shown}. Search a narrower path or `glob` that leaves them out, "
+        "git-ignore them, or add one to `[secrets] allow` in your Tether user config if it is no secret"
+    )
 
 
 def _bash(session: Session, command: str, cwd: Path | None, mode: str) -> dict[str, Any]:

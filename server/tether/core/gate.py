@@ -317,6 +317,39 @@ class Gate:
             "reason": found.reason,
         }
 
+    def secrets_a_search_reads(
+        self,
+        path: str | None,
+        *,
+        cwd: Path | None = None,
+        globs: Sequence[str] = (),
+        types: Sequence[str] = (),
+    ) -> list[str]:
+        """The secret files a ripgrep search of `path` (default: `cwd`, else the workspace) would
+        read, for a face whose agent searches itself (Claude Code's Grep): outside the sandbox
+        nothing hides them. Shown relative to the workspace when inside it. Raises TetherError
+        when they cannot be listed (the face must then refuse: fail closed)."""
+        from tether.core.secret_files import secrets_a_search_reads
+
+        base = cwd if cwd is not None else self.workspace
+        target = base / os.path.expanduser(path) if path else base
+        # `[secrets] allow` names workspace paths: checked on the workspace-relative form
+        settings = self.config.policy.secrets
+        try:
+            found = secrets_a_search_reads(target, settings, globs=globs, types=types)
+        except OSError as exc:
+            raise TetherError(
+                f"the files a search of {target} would read could not be listed: {exc}"
+            ) from None
+        shown: list[str] = []
+        for hit in found:
+            inside = hit.is_relative_to(self.workspace)
+            rel = hit.relative_to(self.workspace).as_posix() if inside else str(hit)
+            if inside and rel in settings.allowed:
+                continue
+            shown.append(rel)
+        return shown
+
     def record_external(
         self,
         tool: str,
