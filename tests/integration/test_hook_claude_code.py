@@ -301,3 +301,49 @@ def test_a_grep_that_would_read_a_secret_file_is_denied(ws: Path, tmp_path: Path
     user_config.parent.mkdir(parents=True, exist_ok=True)
     user_config.write_text('[secrets]\nallow = ["deploy/.env.production"]\n')
     assert grep() is None  # your choice, in your config
+
+
+def test_a_grep_is_judged_by_what_claude_codes_ripgrep_would_read(ws: Path, tmp_path: Path) -> None:
+    """Found by the second review: each of these was allowed while Claude Code's ripgrep read a secret."""
+    (ws / "local").mkdir()
+    (ws / "local" / ".env").write_text("PW=1\n")
+    (ws / ".gitignore").write_text(".env\nlocal/\n")
+
+    def grep(**tool_input: Any) -> Any:
+        payload = event(ws, "PreToolUse", "Grep", {"pattern": "PW", **tool_input})
+        return hook(ws, tmp_path, payload)[1]
+
+    assert grep() is None  # both `.env`s are git-ignored and no glob reaches them
+    for glob in ("*.md,.env", "*.md .env", "*", "**/*", "*.py,*"):
+        # Claude Code splits at commas and spaces; a glob matching a folder's name enters it
+        verdict, reason = decision(grep(glob=glob))
+        assert verdict == "deny", glob
+        if glob != "*.md,.env" and glob != "*.md .env":
+            assert "local/.env" in reason, reason  # inside a git-ignored folder
+    assert grep(glob="*.py") is None
+    assert grep(glob=",") is None  # no glob at all, as in Claude Code
+    assert grep(path="README.md") is None  # one file that is no secret: searched as itself
+    assert decision(grep(glob=["*"]))[0] == "deny"  # not a string: fail closed
+
+
+def test_claude_code_globs_split_as_claude_code_splits_them() -> None:
+    from tether.cli.hook import claude_code_globs
+
+    assert claude_code_globs("*.md,.env") == ["*.md", ".env"]
+    assert claude_code_globs(" *.py  *.md ") == ["*.py", "*.md"]
+    assert claude_code_globs("*.{ts,tsx},*.js") == ["*.{ts,tsx},*.js"]  # braces: kept whole
+    assert claude_code_globs(",,") == []
+
+
+def test_a_ripgrep_config_that_reads_ignored_files_counts(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code with the system ripgrep (USE_BUILTIN_RIPGREP=0) reads RIPGREP_CONFIG_PATH."""
+    config = tmp_path / "ripgreprc"
+    config.write_text("--no-ignore-vcs\n")
+    payload = event(ws, "PreToolUse", "Grep", {"pattern": "API_KEY"})
+    assert hook(ws, tmp_path, payload)[1] is None
+    monkeypatch.setenv("RIPGREP_CONFIG_PATH", str(config))
+    verdict, reason = decision(hook(ws, tmp_path, payload)[1])
+    assert verdict == "deny"
+    assert ".env" in reason

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import tether
 from tether.core.config import EffectiveConfig, SandboxSettings
 from tether.core.session import FaceOverrides, assemble_config, open_session
 from tether.errors import ConfigError
@@ -92,6 +93,16 @@ def test_the_python_running_tether_is_protected_when_it_lives_in_the_workspace(
     assert verdict["rule"] == "path.protected"
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "elsewhere"))
     assert "env" not in open_session(ws, config=EffectiveConfig()).config.policy.extra_protected
+    # An editable install from a checkout in the workspace: Tether's own code is what it loads.
+    (ws / "server" / "tether").mkdir(parents=True)
+    monkeypatch.setattr(tether, "__file__", str(ws / "server" / "tether" / "__init__.py"))
+    protected = open_session(ws, config=EffectiveConfig()).config.policy.extra_protected
+    assert "server" in protected
+    (ws / "tether").mkdir()
+    monkeypatch.setattr(tether, "__file__", str(ws / "tether" / "__init__.py"))
+    protected = open_session(ws, config=EffectiveConfig()).config.policy.extra_protected
+    assert "tether" in protected  # a flat layout: the package, not the whole workspace
+    assert "." not in protected
 
 
 def test_permission_changes_are_audited_and_every_line_records_the_set(tmp_path: Path) -> None:

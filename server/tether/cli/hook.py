@@ -190,14 +190,29 @@ def pre_tool_use(
     return None
 
 
+def claude_code_globs(glob: str) -> list[str]:
+    """The `--glob`s Claude Code's Grep makes of its `glob` (2.1.3xx): split at whitespace, then at
+    commas unless the piece holds a `{…}` alternation; empty pieces dropped. Passing the value as
+    one glob let `*.md,.env` through: it matched nothing here and `.env` there."""
+    globs: list[str] = []
+    for piece in glob.split():
+        if "{" in piece and "}" in piece:
+            globs.append(piece)
+        else:
+            globs.extend(part for part in piece.split(",") if part)
+    return globs
+
+
 def _grep(
     session: Session, tool_input: dict[str, Any], path: str | None, cwd: Path | None
 ) -> dict[str, Any] | None:
     """Claude Code's Grep reads every file its ripgrep lists (hidden ones included, git-ignored ones
     not) and runs outside any sandbox: a secret file among them would reach the model."""
     glob, kind = tool_input.get("glob"), tool_input.get("type")
-    globs = [glob] if isinstance(glob, str) and glob else []
-    types = [kind] if isinstance(kind, str) and kind else []
+    if not isinstance(glob, str | None) or not isinstance(kind, str | None):
+        return deny("Tether: Grep with a `glob` or `type` that is not a string. Denied (fail closed)")
+    globs = claude_code_globs(glob or "")
+    types = [kind] if kind else []
     found = session.gate.secrets_a_search_reads(path, cwd=cwd, globs=globs, types=types)
     if not found:
         return None

@@ -59,35 +59,42 @@ SEARCH_LIST_TIMEOUT = 10.0
 def secrets_a_search_reads(
     folder: Path, settings: SecretSettings, *, globs: Iterable[str] = (), types: Iterable[str] = ()
 ) -> list[Path]:
-    """The secret files a ripgrep search of `folder` would read: what Claude Code's Grep tool does
-    (its ripgrep skips git-ignored files and reads hidden ones), narrowed by the same `--glob` and
-    `--type` the search names. Nothing hides them from a search Tether does not run, so the caller
-    refuses it. Without ripgrep, a walk that ignores nothing stands in (it finds more, never less).
-    OSError when the listing fails or takes too long: a search not checked is not allowed.
+    """The secret files a ripgrep search of `folder` would read, the way Claude Code's Grep runs
+    ripgrep (`--hidden --no-follow --glob !.git`, then the search's own globs and type): git-ignored
+    files are skipped, hidden ones read, and a glob of the search can reach into an ignored folder.
+    Nothing hides them from a search Tether does not run, so the caller refuses it. Without
+    ripgrep, a walk that ignores nothing stands in (it finds more, never less). OSError when a
+    listing fails or takes too long: a search not checked is not allowed.
 
-    Two listings: ripgrep first lists the secret-named files (its globs, as for the sandbox's masks;
-    a glob overrides ignore files, so git-ignored ones are among them); only when there are some,
-    a second listing the way the search lists — ignore files honoured, its glob and type — says
+    Two listings: ripgrep first lists every secret-named file, ignored or not (its globs, as for the
+    sandbox's masks); only when there are some, a second listing made as the search makes it says
     which of them it would reach. Matching every listed name in Python instead cost a second on
-    20,000 files.
+    20,000 files. With `RIPGREP_CONFIG_PATH` set, a ripgrep that reads it may reach more: what
+    either reaches counts.
     """
     from tether.core.tools.grep import find_rg
 
     root = Path(os.path.realpath(folder))
+    if root.is_file():  # a search of one file reads that file (a link: what it points at)
+        return [root] if secret_pattern(root.name, settings) is not None else []
     rg = find_rg()
     if rg is None:
         found, unreadable = _with_walk(root, settings, set())
         if unreadable:
             raise OSError(f"{unreadable[0]} cannot be listed")
         return [root / rel for rel in found]
-    base = [rg, "--files", "--hidden", "--no-messages", "--no-config", "--null"]
+    listing = [rg, "--files", "--hidden", "--no-follow", "--no-messages", "--null"]
     named = [arg for glob in secret_globs(settings) for arg in ("--iglob", glob)]
-    candidates = [rel for rel in _listed(base + named, root) if secret_pattern(rel, settings) is not None]
+    everything = _listed([*listing, "--no-config", "--no-ignore", *named], root)
+    candidates = [rel for rel in everything if secret_pattern(rel, settings) is not None]
     if not candidates:
         return []
-    narrowing = [arg for glob in globs for arg in ("--glob", glob)]
-    narrowing += [arg for name in types for arg in ("--type", name)]
-    reached = set(_listed(base + narrowing, root))
+    as_searched = [*listing, "--glob", "!.git"]
+    as_searched += [arg for glob in globs for arg in ("--glob", glob)]
+    as_searched += [arg for name in types for arg in ("--type", name)]
+    reached = set(_listed([*as_searched, "--no-config"], root))
+    if os.environ.get("RIPGREP_CONFIG_PATH"):
+        reached.update(_listed(as_searched, root))
     return [root / rel for rel in candidates if rel in reached]
 
 

@@ -8,6 +8,8 @@
  * restricted in untrusted workspaces; this is the third, independent guard).
  */
 
+import * as path from "path";
+
 import { API_KEY_ENV } from "./constants";
 
 export const PERMISSION_WORDS = ["read", "write", "command", "workspace"] as const;
@@ -335,7 +337,9 @@ export function resolveServerCommand(settings: TetherSettings, which: (name: str
   if (!settings.interpreter) {
     const onPath = which("tether");
     if (onPath) return { command: onPath, args: ["serve"], origin: "PATH" };
-    return { command: "python3", args: ["-P", "-m", "tether", "serve"], origin: "python3" };
+    // By absolute path when found; else the bare name, looked up in the server's PATH, from which
+    // `serverEnvironment` drops relative entries (the workspace folder).
+    return { command: which("python3") ?? "python3", args: ["-P", "-m", "tether", "serve"], origin: "python3" };
   }
   return { command: settings.interpreter, args: ["-P", "-m", "tether", "serve"], origin: "tether.server.interpreter" };
 }
@@ -387,6 +391,10 @@ export function serverEnvironment(base: Record<string, string | undefined>, apiK
     if (value !== undefined) env[key] = value;
   }
   if (apiKey) env[API_KEY_ENV] = apiKey;
+  // Relative PATH entries (an empty one means ".") resolve against the workspace folder, where the
+  // server starts: Node's lookup of the command, and every program the server runs, would find a
+  // repository's `python3` or `git` there. Only absolute entries are kept.
+  if (env.PATH !== undefined) env.PATH = env.PATH.split(path.delimiter).filter((dir) => path.isAbsolute(dir)).join(path.delimiter);
   return env;
 }
 

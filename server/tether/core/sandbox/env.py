@@ -143,17 +143,27 @@ def path_tools_inside(workspace: Path, source: Mapping[str, str] | None = None) 
 
 
 def _own_interpreter_inside(workspace: Path) -> list[Path]:
-    """The `bin/` of the Python running Tether, when that environment lives in the workspace.
+    """Where the Python running Tether, and Tether itself, are loaded from, when in the workspace.
 
-    Tether's faces start it outside any sandbox (`tether hook claude-code` and the `tether hook
-    run` it hands Claude Code), whether or not it is on PATH: a `.pth` file a command left in its
-    site-packages would run there, with nothing around it.
+    Tether's faces start them outside any sandbox (`tether hook claude-code`, the `tether hook run`
+    it hands Claude Code, `tether serve`), whether or not they are on PATH: a `.pth` file left in
+    the environment's site-packages, or a line added to Tether's own code (an editable install from
+    a checkout in the workspace: you develop Tether with Tether), would run there with nothing
+    around it. The environment is given as its `bin/` (protected whole, as for PATH); Tether's code
+    as the import path entry that holds it, or its package folder if that entry is the workspace.
     """
-    prefix = Path(sys.prefix).resolve()
+    import tether
+
     root = workspace.resolve()
-    if prefix == root or not prefix.is_relative_to(root):
-        return []
-    return [prefix / "bin"]
+    found: list[Path] = []
+    prefix = Path(sys.prefix).resolve()
+    if prefix != root and prefix.is_relative_to(root):
+        found.append(prefix / "bin")
+    package = Path(tether.__file__).resolve().parent
+    entry = package.parent
+    if entry.is_relative_to(root) and not entry.is_relative_to(prefix):
+        found.append(package if entry == root else entry)
+    return found
 
 
 def path_links_in_workspace(

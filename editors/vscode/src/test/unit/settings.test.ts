@@ -167,12 +167,18 @@ describe("resolveServerCommand", () => {
     const line = resolveServerCommand({ ...DEFAULTS, interpreter: "/venv/bin/python" }, () => "/usr/bin/tether");
     assert.deepEqual(line, { command: "/venv/bin/python", args: ["-P", "-m", "tether", "serve"], origin: "tether.server.interpreter" });
   });
-  test("else python3 -P -m tether", () => {
+  test("else python3 -P -m tether, by the absolute path found on PATH", () => {
+    const line = resolveServerCommand(DEFAULTS, (name) => (name === "python3" ? "/usr/bin/python3" : null));
+    assert.deepEqual(line, { command: "/usr/bin/python3", args: ["-P", "-m", "tether", "serve"], origin: "python3" });
     assert.deepEqual(resolveServerCommand(DEFAULTS, none), { command: "python3", args: ["-P", "-m", "tether", "serve"], origin: "python3" });
   });
 });
 
 describe("initializationOptions and environment", () => {
+  test("the server's PATH keeps absolute entries only: a relative one is the workspace folder", () => {
+    const env = serverEnvironment({ PATH: "/usr/local/bin::.:bin:/usr/bin" }, undefined);
+    assert.equal(env.PATH, "/usr/local/bin:/usr/bin");
+  });
   test("only what the user set is sent; the server's config file decides the rest", () => {
     assert.deepEqual(initializationOptions(resolveSettings(mine({}))), { approvals: true, chat: true });
     const set = resolveSettings(mine({ permissions: "write,read", sandbox: "firejail", commandTimeout: 9, model: "claude-x", maxCost: 2 }));
