@@ -123,6 +123,12 @@ def test_workspace_given_through_a_symlink(tree: dict[str, Path], tmp_path: Path
         "rust-toolchain.toml",  # `path = …` picks the binary even for `cargo --version`
         ".tool-versions",
         "mise.toml",
+        "mise.production.toml",
+        ".config/mise.toml",
+        ".config/mise/config.toml",
+        ".config/mise/conf.d/tasks.toml",
+        "mise/config.toml",
+        "app/.mise/config.local.toml",
         ".python-version",
         ".devcontainer/devcontainer.json",
         ".",
@@ -139,7 +145,15 @@ def test_protected_paths_are_never_write_targets(tree: dict[str, Path], raw: str
 
 
 def test_ordinary_files_are_writable(tree: dict[str, Path]) -> None:
-    for raw in ("out.txt", "src/app.py", "docs/gitattributes.md", "node_modules/x/index.js", "git/config"):
+    for raw in (
+        "out.txt",
+        "src/app.py",
+        "docs/gitattributes.md",
+        "node_modules/x/index.js",
+        "git/config",
+        "mise/notes.md",  # mise reads TOML there only
+        ".config/other.toml",
+    ):
         assert check_path(raw, tree["ws"], write=True, settings=SETTINGS).ok, raw
 
 
@@ -162,6 +176,10 @@ def test_protected_write_paths_lists_absolute_workspace_paths(tree: dict[str, Pa
     for name in (".git", ".tether", ".vscode", ".envrc", ".gitattributes", "secrets"):
         assert root / name in paths
     assert root / "node_modules" / ".bin" in paths
+    assert root / "mise" in paths
+    assert root / ".config" / "mise" not in paths  # no `.config`: no placeholder standing for it
+    (root / ".config").mkdir()
+    assert root / ".config" / "mise" in protected_write_paths(tree["ws"], settings)
     assert not any("*" in str(p) for p in paths)
 
 

@@ -135,6 +135,8 @@ def is_protected(relpath: str, settings: PolicySettings) -> bool:
         return True
     if any(a == "node_modules" and b == ".bin" for a, b in itertools.pairwise(lowered)):
         return True
+    if lowered and _is_mise_config(lowered):
+        return True
     for pattern in settings.extra_protected:
         pat = pattern.strip().strip("/")
         if not pat:
@@ -143,6 +145,26 @@ def is_protected(relpath: str, settings: PolicySettings) -> bool:
             if fnmatch.fnmatchcase("/".join(parts[:k]), pat):
                 return True
     return False
+
+
+def _is_mise_config(lowered: list[str]) -> bool:
+    """A file mise may load beyond the names above: `mise.<env>.toml`, `.config/mise*.toml`, and any
+    TOML under a `mise/`, `.mise/` or `.config/mise/` folder (`config.toml`, `conf.d/*.toml`, …).
+    mise's `[env]` and hooks run programs in every shell that enters the folder."""
+    name, parents = lowered[-1], lowered[:-1]
+    if _MISE_ENV.match(name):
+        return True
+    if parents and parents[-1] == ".config" and _MISE_IN_CONFIG.match(name):
+        return True
+    return name.endswith(".toml") and any(p in ("mise", ".mise") for p in parents)
+
+
+MISE_AT_ROOT = ("mise", ".mise")
+MISE_IN_CONFIG_AT_ROOT = (".config/mise", ".config/mise.toml", ".config/mise.local.toml")
+"""The mise configs `_is_mise_config` protects, at the workspace's top, for the sandbox's list; the
+`.config` ones only when `.config` is a folder already: a missing path is pinned by a read-only
+placeholder at its first missing parent, and a placeholder `.config` would stop every program that
+keeps its settings there."""
 
 
 def protected_write_paths(workspace: Path, settings: PolicySettings) -> list[Path]:
@@ -154,6 +176,9 @@ def protected_write_paths(workspace: Path, settings: PolicySettings) -> list[Pat
     root = Path(real_workspace(str(workspace)))
     paths = [root / d for d in PROTECTED_DIRS] + [root / n for n in PROTECTED_NAMES]
     paths.append(root / "node_modules" / ".bin")
+    paths += [root / rel for rel in MISE_AT_ROOT]
+    if (root / ".config").is_dir() and not (root / ".config").is_symlink():
+        paths += [root / rel for rel in MISE_IN_CONFIG_AT_ROOT]
     for pattern in settings.extra_protected:
         pat = pattern.strip().strip("/")
         if pat and not any(c in pat for c in "*?["):

@@ -41,6 +41,10 @@ class RunRequest:
     read_only_workspace: bool = False
     masked: tuple[Path, ...] = ()
     extra_env: tuple[tuple[str, str], ...] = ()
+    # Variables that name a folder in the command's private scratch space, discarded with it: (name,
+    # subfolder). Package managers' caches: your own (`~/.npm`) is read-only in the sandbox, and
+    # npm, yarn, pnpm and bun stop when they cannot write theirs.
+    scratch_env: tuple[tuple[str, str], ...] = ()
     # The network proxy's Unix socket (docs/network.md): bound into the sandbox, with a bridge from
     # the sandbox's own loopback to it. None: no network at all (the default).
     network_socket: Path | None = None

@@ -86,12 +86,14 @@ def sandbox_env(
     return env
 
 
-def request_env(request: RunRequest) -> dict[str, str]:
+def request_env(request: RunRequest, scratch: str = "/tmp") -> dict[str, str]:
     """The environment every backend gives `request`'s command: the allowlist, hardened git, and
-    the request's own additions (`extra_env`, e.g. the commit identity for an approved `git commit`)."""
+    the request's own additions (`extra_env`, e.g. the commit identity for an approved `git commit`;
+    `scratch_env`, folders in `scratch`, the command's private temporary space)."""
     env = sandbox_env(
         request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
     )
+    env.update({name: f"{scratch}/{folder}" for name, folder in request.scratch_env})
     env.update(dict(request.extra_env))
     return env
 

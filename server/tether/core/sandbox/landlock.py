@@ -188,7 +188,7 @@ class LandlockRunner(Runner):
         make_self_undumpable()
         tmpdir = Path(tempfile.mkdtemp(prefix="tether-sandbox-"))
         try:
-            env = request_env(request)
+            env = request_env(request, scratch=str(tmpdir))  # no private /tmp here: its own folder
             env["TMPDIR"] = str(tmpdir)
             spec = {
                 "abi": self.abi,

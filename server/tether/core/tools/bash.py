@@ -26,6 +26,7 @@ from tether.core.approvals import ApprovalNeed, AskedSegment
 from tether.core.config import EffectiveConfig, Transform
 from tether.core.permissions import Permission
 from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
+from tether.core.policy.asks import ask_for
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
 from tether.core.sandbox.protected import protected_paths
@@ -235,6 +236,7 @@ class Plan:
             read_only_workspace=self.permission == "read",
             masked=self.masked,
             extra_env=self.extra_env,
+            scratch_env=package_caches(self.decision),
         )
 
 
@@ -344,6 +346,35 @@ def make_plan(ctx: ToolContext, args: Mapping[str, Any]) -> Plan:
 
 
 GIT_KEPT_READ_ONLY = ("hooks", "config", "info", "tether", "modules", "objects/info")
+
+
+PACKAGE_CACHES: tuple[tuple[str, str], ...] = (
+    ("npm_config_cache", "npm-cache"),
+    ("YARN_CACHE_FOLDER", "yarn-cache"),
+    ("BUN_INSTALL_CACHE_DIR", "bun-cache"),
+)
+"""Where package managers cache in the sandbox: a folder of the command's own, discarded with it."""
+PNPM_STORE = ("npm_config_store_dir", "pnpm-store")
+"""pnpm's store, set for pnpm commands only: npm warns about the setting it does not know."""
+
+
+def package_caches(decision: Decision) -> tuple[tuple[str, str], ...]:
+    pnpm = any(segment.argv[0] == "pnpm" for segment in decision.segments)
+    return (*PACKAGE_CACHES, PNPM_STORE) if pnpm else PACKAGE_CACHES
+
+
+NODE_INSTALLERS = frozenset({"npm", "yarn", "pnpm", "bun"})
+
+
+def installs_node_packages(decision: Decision) -> bool:
+    """Whether a segment is a Node package manager's install (`npm ci`, `pnpm add x`, …) — the
+    only commands that may write `node_modules/.bin`, since that is what installing means there."""
+    return any(
+        segment.argv[0] in NODE_INSTALLERS
+        and (found := ask_for(segment.argv)) is not None
+        and found.rule == "ask.package_install"
+        for segment in decision.segments
+    )
 
 
 def _protected(ws: Path, config: EffectiveConfig, git_state: bool, *, read_only: bool) -> tuple[Path, ...]:
@@ -458,6 +489,10 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
         protected = _protected(plan.workspace, ctx.config, plan.git_state, read_only=read_only)
     except SandboxError as exc:
         return failure(f"{exc}; nothing ran")
+    if installs_node_packages(plan.decision):
+        # `npm install`, allowed or approved as such, writes `node_modules/.bin`: its links are how
+        # packages ship their programs. Kept read-only it cannot create `node_modules` at all.
+        protected = tuple(p for p in protected if p != plan.workspace / "node_modules" / ".bin")
     plan = replace(plan, masked=masked, protected=protected)
     if ctx.not_checkpointed:  # what rollback could not restore, the command cannot change
         # but a symlink (a `.gitmodules` link git cannot store) the sandbox cannot hold in place:
