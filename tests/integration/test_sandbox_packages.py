@@ -70,3 +70,14 @@ def test_other_commands_still_cannot_write_node_modules_bin(project: Path) -> No
     result = session.gate.call("bash_command", {"command": f'python3 -c "{script}"'})
     assert not result.ok
     assert not (project / "node_modules" / ".bin" / "tsc").exists()
+
+
+def test_an_install_chained_with_another_program_keeps_bin_read_only(project: Path) -> None:
+    """An "Always allow `npm install`" is no rule for what follows it in the same command."""
+    session = open_session(project, FaceOverrides(permissions="workspace"), config=EffectiveConfig())
+    session.gate.allowances.add((("npm", "install"),))
+    script = "import os; os.makedirs('node_modules/.bin', exist_ok=True); open('node_modules/.bin/tsc', 'w')"
+    command = f'npm install --offline --no-audit --no-fund ./tool-1.0.0.tgz; python3 -c "{script}"'
+    result = session.gate.call("bash_command", {"command": command})
+    assert not (project / "node_modules" / ".bin" / "tsc").exists()
+    assert any("node_modules/.bin stayed read-only" in w for w in result.warnings), result

@@ -366,15 +366,23 @@ def package_caches(decision: Decision) -> tuple[tuple[str, str], ...]:
 NODE_INSTALLERS = frozenset({"npm", "yarn", "pnpm", "bun"})
 
 
+def _node_install(argv: Sequence[str]) -> bool:
+    found = ask_for(argv) if argv and argv[0] in NODE_INSTALLERS else None
+    return found is not None and found.rule == "ask.package_install"
+
+
 def installs_node_packages(decision: Decision) -> bool:
-    """Whether a segment is a Node package manager's install (`npm ci`, `pnpm add x`, …) — the
-    only commands that may write `node_modules/.bin`, since that is what installing means there."""
-    return any(
-        segment.argv[0] in NODE_INSTALLERS
-        and (found := ask_for(segment.argv)) is not None
-        and found.rule == "ask.package_install"
-        for segment in decision.segments
-    )
+    """Whether the command is Node package installs and nothing else (`npm ci`, `pnpm add x`, …):
+    the only commands that may write `node_modules/.bin`, since that is what installing means
+    there. Not `npm ci && python3 x.py`: an "Always allow `npm install`" is no rule for the rest,
+    which could plant a program there."""
+    return bool(decision.segments) and all(_node_install(s.argv) for s in decision.segments)
+
+
+NODE_BIN_NOTE = (
+    "node_modules/.bin stayed read-only: this command does more than install Node packages, so an "
+    "install in it could not link its programs there. Run the install as a command of its own"
+)
 
 
 def _protected(ws: Path, config: EffectiveConfig, git_state: bool, *, read_only: bool) -> tuple[Path, ...]:
@@ -489,10 +497,13 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
         protected = _protected(plan.workspace, ctx.config, plan.git_state, read_only=read_only)
     except SandboxError as exc:
         return failure(f"{exc}; nothing ran")
+    note = None
     if installs_node_packages(plan.decision):
         # `npm install`, allowed or approved as such, writes `node_modules/.bin`: its links are how
         # packages ship their programs. Kept read-only it cannot create `node_modules` at all.
         protected = tuple(p for p in protected if p != plan.workspace / "node_modules" / ".bin")
+    elif any(_node_install(segment.argv) for segment in plan.decision.segments):
+        note = NODE_BIN_NOTE
     plan = replace(plan, masked=masked, protected=protected)
     if ctx.not_checkpointed:  # what rollback could not restore, the command cannot change
         # but a symlink (a `.gitmodules` link git cannot store) the sandbox cannot hold in place:
@@ -514,7 +525,10 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
                 return failure(f"refused: the repository's run lock could not be taken ({exc}); nothing ran")
             if not held:
                 return failure("command cancelled before it started", exit_code=-1)
-            return _run_checked(ctx, plan, runner, masked)
+            outcome = _run_checked(ctx, plan, runner, masked)
+            if note is not None:
+                outcome.warnings.append(note)
+            return outcome
     finally:
         exclusion.release(plan.git_state)
 
