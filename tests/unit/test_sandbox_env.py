@@ -5,7 +5,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tether.core.sandbox.env import hardened_git_env, path_dirs_inside, rejected_passthrough, sandbox_env
+from tether.core.sandbox.base import RunRequest
+from tether.core.sandbox.env import (
+    hardened_git_env,
+    path_dirs_inside,
+    path_tools_inside,
+    rejected_passthrough,
+    request_env,
+    sandbox_env,
+)
 
 
 def _pairs(env: dict[str, str]) -> dict[str, str]:
@@ -154,3 +162,37 @@ def test_a_required_filter_is_emptied_without_breaking_git(tmp_path: Path) -> No
     )
     assert added.returncode == 0, added.stderr
     assert not (tmp_path / "ran").exists()
+
+
+def test_package_caches_go_to_the_commands_scratch_space_and_nowhere_without_one(tmp_path: Path) -> None:
+    """Under `backend = "none"` there is no private space: `/tmp/npm-cache` could be another user's."""
+    request = RunRequest(
+        argv=("true",),
+        script=None,
+        cwd=tmp_path,
+        workspace=tmp_path,
+        timeout=5,
+        max_output_bytes=100,
+        scratch_env=(("npm_config_cache", "npm-cache"),),
+    )
+    assert request_env(request)["npm_config_cache"] == "/tmp/npm-cache"  # a private /tmp (bwrap)
+    assert request_env(request, scratch="/run/x")["npm_config_cache"] == "/run/x/npm-cache"
+    assert "npm_config_cache" not in request_env(request, scratch=None)
+    from dataclasses import replace
+
+    from tether.core.sandbox.none import NoSandboxRunner
+
+    shown = NoSandboxRunner().run(replace(request, argv=("sh", "-c", "echo ${npm_config_cache:-unset}")))
+    assert shown.stdout.strip() == "unset"
+
+
+def test_an_environment_on_path_is_protected_whole_whatever_its_kind(tmp_path: Path) -> None:
+    """A conda or pixi environment has no pyvenv.cfg; its site-packages run first all the same."""
+    conda = tmp_path / ".pixi" / "envs" / "default"
+    (conda / "bin").mkdir(parents=True)
+    (conda / "conda-meta").mkdir()
+    plain = tmp_path / "tools" / "bin"
+    plain.mkdir(parents=True)
+    found = path_tools_inside(tmp_path, {"PATH": f"{conda / 'bin'}:{plain}:/usr/bin"})
+    assert conda in found
+    assert plain in found  # not an environment: the folder itself

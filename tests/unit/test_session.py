@@ -84,8 +84,7 @@ def test_the_python_running_tether_is_protected_when_it_lives_in_the_workspace(
     """Not on PATH, yet the hook and its runner start it outside any sandbox: a `.pth` left in its
     site-packages would run there."""
     ws = tmp_path / "ws"
-    (ws / "env" / "bin").mkdir(parents=True)
-    (ws / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (ws / "env" / "bin").mkdir(parents=True)  # no pyvenv.cfg: a conda, pixi or plain prefix
     monkeypatch.setattr(sys, "prefix", str(ws / "env"))
     session = open_session(ws, config=EffectiveConfig())
     assert "env" in session.config.policy.extra_protected

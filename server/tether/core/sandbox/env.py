@@ -86,14 +86,16 @@ def sandbox_env(
     return env
 
 
-def request_env(request: RunRequest, scratch: str = "/tmp") -> dict[str, str]:
+def request_env(request: RunRequest, scratch: str | None = "/tmp") -> dict[str, str]:
     """The environment every backend gives `request`'s command: the allowlist, hardened git, and
     the request's own additions (`extra_env`, e.g. the commit identity for an approved `git commit`;
-    `scratch_env`, folders in `scratch`, the command's private temporary space)."""
+    `scratch_env`, folders in `scratch`, the command's private temporary space). No `scratch` (no
+    sandbox: `/tmp` is everyone's, a folder there could be another user's) leaves them unset."""
     env = sandbox_env(
         request.env_passthrough, workspace=request.workspace, workspace_path=request.workspace_path
     )
-    env.update({name: f"{scratch}/{folder}" for name, folder in request.scratch_env})
+    if scratch is not None:
+        env.update({name: f"{scratch}/{folder}" for name, folder in request.scratch_env})
     env.update(dict(request.extra_env))
     return env
 
@@ -138,10 +140,15 @@ def path_tools_inside(workspace: Path, source: Mapping[str, str] | None = None) 
     """
     roots: list[Path] = []
     for directory in [*path_dirs_inside(workspace, source), *_own_interpreter_inside(workspace)]:
-        root = directory.parent if (directory.parent / "pyvenv.cfg").is_file() else directory
+        root = directory.parent if _is_environment(directory.parent) else directory
         if root != workspace.resolve() and root not in roots:
             roots.append(root)
     return roots
+
+
+def _is_environment(folder: Path) -> bool:
+    """A Python (or conda, pixi) environment, whose `lib/` is as much code as its `bin/`."""
+    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
 
 
 def _own_interpreter_inside(workspace: Path) -> list[Path]:
@@ -151,8 +158,9 @@ def _own_interpreter_inside(workspace: Path) -> list[Path]:
     it hands Claude Code, `tether serve`), whether or not they are on PATH: a `.pth` file left in
     the environment's site-packages, or a line added to Tether's own code (an editable install from
     a checkout in the workspace: you develop Tether with Tether), would run there with nothing
-    around it. The environment is given as its `bin/` (protected whole, as for PATH); Tether's code
-    as the import path entry that holds it, or its package folder if that entry is the workspace.
+    around it. The environment is protected whole (a venv, conda, pixi or a plain prefix); Tether's
+    code as the import path entry that holds it, or its package folder if that entry is the
+    workspace.
     """
     import tether
 
@@ -160,7 +168,7 @@ def _own_interpreter_inside(workspace: Path) -> list[Path]:
     found: list[Path] = []
     prefix = Path(sys.prefix).resolve()
     if prefix != root and prefix.is_relative_to(root):
-        found.append(prefix / "bin")
+        found.append(prefix)  # whole, whatever kind of environment: its site-packages run first
     package = Path(tether.__file__).resolve().parent
     entry = package.parent
     if entry.is_relative_to(root) and not entry.is_relative_to(prefix):

@@ -17,7 +17,7 @@ class NoSandboxRunner(Runner):
     name = "none"
 
     def run(self, request: RunRequest, cancel: threading.Event | None = None) -> RunResult:
-        env = request_env(request)
+        env = request_env(request, scratch=None)  # no private space to point caches at
         spawn = Spawn(
             argv=request.command_argv(),
             env=env,
