@@ -250,3 +250,36 @@ def test_a_state_folder_that_cannot_hold_grants_is_a_clear_refusal(tmp_path: Pat
     blocker.write_text("")
     with pytest.raises(_grants.GrantError, match="could not be taken"):
         _grants.claim("0" * 32, blocker)
+
+
+def test_doctor_reports_the_hook_and_an_install_to_redo(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    old = {"type": "command", "command": "/usr/bin/python3 -m tether hook claude-code"}
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [old]}]}}))
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(tmp_path / "s"),
+        "XDG_CONFIG_HOME": str(tmp_path / "c"),
+    }
+
+    def doctor() -> Any:
+        done = subprocess.run(
+            [sys.executable, "-m", "tether", "doctor", "--json", "--workspace", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        return json.loads(done.stdout)["claudeCodeHook"]
+
+    found = doctor()
+    assert found["sandbox"] is False
+    assert "without -P" in found["problem"]
+    base = [sys.executable, "-m", "tether", "hook", "install", "claude-code", "--write", "--sandbox"]
+    subprocess.run(base, capture_output=True, text=True, env={**env, "PATH": "/usr/bin:/bin"}, check=True)
+    found = doctor()
+    assert found["sandbox"] is True
+    assert found["problem"] is None

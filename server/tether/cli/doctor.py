@@ -21,6 +21,7 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from tether.cli._session import open_cli_session
+    from tether.cli.hook import installed_hook
     from tether.core.config import user_config_path
     from tether.core.session import probe_sandboxes
     from tether.errors import TetherError
@@ -40,6 +41,7 @@ def _run(args: argparse.Namespace) -> int:
                 "configured": report["configured"] if session is not None else None,
                 "config_error": config_error,
                 "session": session.describe() if session is not None else None,
+                "claudeCodeHook": installed_hook(),
             }
         )
         return 0 if report["auto"] is not None else 1
@@ -67,7 +69,17 @@ def _run(args: argparse.Namespace) -> int:
             names = ", ".join(report["rejected_env"])
             print(f"  env_passthrough names never passed (look like secrets): {names}")
         _print_session(session.describe())
+    _print_hook(installed_hook())
     return 0 if choice is not None else 1
+
+
+def _print_hook(hook: dict[str, Any] | None) -> None:
+    if hook is None:
+        return  # not a Claude Code user, or not through Tether: nothing to say
+    how = "its shell commands run in Tether's sandbox" if hook["sandbox"] else "verdicts only (no --sandbox)"
+    print(f"Claude Code hook ({hook['settings']}): {how}")
+    if hook["problem"]:
+        print(f"  ✗ {hook['problem']}")
 
 
 def _print_session(described: dict[str, Any]) -> None:

@@ -493,6 +493,38 @@ def _install(args: argparse.Namespace) -> int:
     return 0
 
 
+def installed_hook(settings_path: Path | None = None) -> dict[str, Any] | None:
+    """What `tether doctor` reports about Tether's Claude Code hook in your user settings: None when
+    there is none; else its command, whether it runs commands in the sandbox, and a problem to fix.
+
+    The problem it knows: an install by an older Tether that names `python -m tether` without `-P`.
+    Claude Code starts the hook in your project, so a `tether/` folder or an `argparse.py` there
+    would run in place of Tether, with no answer (no objection) for Claude Code."""
+    path = settings_path or Path.home() / ".claude" / "settings.json"
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    groups = settings.get("hooks", {}).get("PreToolUse", []) if isinstance(settings, dict) else []
+    commands = [
+        hook["command"]
+        for group in groups if isinstance(groups, list) and isinstance(group, dict)
+        for hook in group.get("hooks", []) if isinstance(hook, dict)
+        if _TETHER_HOOK.search(str(hook.get("command", "")))
+    ]  # fmt: skip
+    if not commands:
+        return None
+    command = str(commands[0])
+    words = command.split()
+    problem = None
+    if "-m" in words and "-P" not in words:
+        problem = (
+            "it runs `python -m tether` without -P: a `tether/` folder or `argparse.py` in your project "
+            "would run in its place. Run `tether hook install claude-code --write` again"
+        )
+    return {"settings": str(path), "command": command, "sandbox": "--sandbox" in words, "problem": problem}
+
+
 def merge_settings(path: Path, block: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The settings with Tether's hooks added, or an earlier install's matcher brought up to date
     (every other key and hook kept), and what changed."""
