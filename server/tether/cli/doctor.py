@@ -20,8 +20,8 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tether.cli._hook_install import installed_hook
     from tether.cli._session import open_cli_session
-    from tether.cli.hook import installed_hook
     from tether.core.config import user_config_path
     from tether.core.session import probe_sandboxes
     from tether.errors import TetherError
