@@ -51,7 +51,7 @@ def test_an_approved_npm_install_creates_node_modules_and_links_its_programs(pro
         project, FaceOverrides(permissions="read,command"), config=EffectiveConfig(), approver=approve
     )
     result = session.gate.call(
-        "bash_command", {"command": "npm install --offline --no-audit --no-fund ./tool-1.0.0.tgz"}
+        "bash_command", {"command": "cd . && npm install --offline --no-audit --no-fund ./tool-1.0.0.tgz"}
     )
     assert asked == ["ask.package_install"]
     assert result.ok, result.text

@@ -376,7 +376,9 @@ def installs_node_packages(decision: Decision) -> bool:
     the only commands that may write `node_modules/.bin`, since that is what installing means
     there. Not `npm ci && python3 x.py`: an "Always allow `npm install`" is no rule for the rest,
     which could plant a program there."""
-    return bool(decision.segments) and all(_node_install(s.argv) for s in decision.segments)
+    installs = [_node_install(s.argv) for s in decision.segments]
+    others = [s.argv for s, install in zip(decision.segments, installs, strict=True) if not install]
+    return any(installs) and all(argv[:1] == ("cd",) for argv in others)  # `cd web && npm ci` too
 
 
 NODE_BIN_NOTE = (
