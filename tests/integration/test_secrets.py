@@ -309,6 +309,17 @@ def test_a_secret_git_tracks_in_a_build_output_folder_is_hidden(ws: Path) -> Non
         assert KEY not in result.text
 
 
+def test_a_secret_a_build_copied_into_its_output_is_hidden(ws: Path) -> None:
+    """`cp .env dist/` in a build script, or a framework's standalone output: untracked, ignored,
+    and a copy of your credentials all the same. Dependency folders stay unsearched (speed)."""
+    for rel in ("dist/.env", "build/config/.env.production", ".next/standalone/.env", "node_modules/p/.env"):
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(f"KEY={KEY}\n")
+    found = {p.relative_to(ws).as_posix() for p in find_secret_paths(ws, SecretSettings())}
+    assert found >= {"dist/.env", "build/config/.env.production", ".next/standalone/.env"}
+    assert "node_modules/p/.env" not in found
+
+
 def test_tracked_secrets_in_your_build_folders_and_tracked_links_there_are_hidden(ws: Path) -> None:
     """`[checkpoints] regenerated = ["out"]` makes the walk skip `out/` too: a file git tracks
     there is still yours. A tracked secret-named link in such a folder hides its target."""

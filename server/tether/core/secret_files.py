@@ -20,6 +20,10 @@ from tether.core.policy.secrets import SecretSettings, secret_globs, secret_patt
 from tether.core.sandbox.profile import is_within
 
 WALK_TIMEOUT = 20.0
+BUILT_HERE = frozenset({"dist", "build", ".next", ".nuxt"})
+"""Build outputs the secret walk enters all the same (checkpoints still leave them out): a build
+copies `.env` files into them (`cp .env dist/`, a framework's standalone output), and they are
+small next to the dependency folders the walk skips (`node_modules/`, `.venv/`, `target/`)."""
 
 
 def find_secret_paths(
@@ -31,7 +35,7 @@ def find_secret_paths(
     when the workspace cannot be listed: the caller must not run a command it cannot mask.
     """
     root = Path(os.path.realpath(workspace))
-    outputs = REGENERATED_DIRS.union(skip_dirs)
+    outputs = (REGENERATED_DIRS - BUILT_HERE).union(skip_dirs)
     skip = outputs | {".git"}
     ripgrep = _start_ripgrep(root, settings, skip)
     try:
