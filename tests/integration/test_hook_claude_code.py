@@ -347,3 +347,13 @@ def test_a_ripgrep_config_that_reads_ignored_files_counts(
     verdict, reason = decision(hook(ws, tmp_path, payload)[1])
     assert verdict == "deny"
     assert ".env" in reason
+
+
+def test_an_audit_line_that_cannot_be_written_is_said(ws: Path, tmp_path: Path) -> None:
+    """It was swallowed: the gate reports it as a warning, not an exception."""
+    (ws / ".tether").write_text("not a folder\n")
+    payload = event(ws, "PostToolUse", "Bash", {"command": "ls"}, tool_response={"stdout": ""})
+    done, answer = hook(ws, tmp_path, payload)
+    assert answer is None
+    assert "tether:" in done.stderr
+    assert "audit" in done.stderr

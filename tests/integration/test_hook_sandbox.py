@@ -33,16 +33,27 @@ def ws(tmp_path: Path) -> Path:
     return repo
 
 
-def bash(home: Path, ws: Path, command: str) -> subprocess.CompletedProcess[str]:
-    """Run `command` as Claude Code's shell would, with the hook's Tether state."""
+def shell_env(home: Path) -> dict[str, str]:
+    """Claude Code's shell environment, with the hook's Tether state."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
     env.update(
         XDG_STATE_HOME=str(home / "state"),
         XDG_CONFIG_HOME=str(home / "config"),
         TETHER_MANAGED_CONFIG=str(home / "managed.toml"),
     )
+    return env
+
+
+def bash(home: Path, ws: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """Run `command` as Claude Code's shell would."""
     return subprocess.run(
-        ["bash", "-c", command], cwd=ws, env=env, capture_output=True, text=True, timeout=120, check=False
+        ["bash", "-c", command],
+        cwd=ws,
+        env=shell_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -230,12 +241,10 @@ def test_code_left_in_the_workspace_never_stands_in_for_tether(ws: Path, tmp_pat
         (folder / "tether" / "__main__.py").write_text(planted)
     for folder in (ws, ws / "src"):
         _, answer = hook(ws, tmp_path, bash_event(ws, "ls", cwd=folder), "--sandbox")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
-        env.update(XDG_STATE_HOME=str(tmp_path / "state"), TETHER_MANAGED_CONFIG=str(tmp_path / "m.toml"))
         ran = subprocess.run(
             ["bash", "-c", rewritten(answer)],
             cwd=folder,
-            env=env,
+            env=shell_env(tmp_path),
             capture_output=True,
             text=True,
             check=False,
@@ -283,3 +292,48 @@ def test_doctor_reports_the_hook_and_an_install_to_redo(tmp_path: Path) -> None:
     found = doctor()
     assert found["sandbox"] is True
     assert found["problem"] is None
+
+
+def test_claude_codes_sigterm_ends_the_run_cleanly(ws: Path, tmp_path: Path) -> None:
+    """Esc or Claude Code's own timeout send SIGTERM to the command's process group. Found by the
+    review: the sandbox's placeholders stayed in the workspace (about sixty files) and no audit
+    line was written. Now the signal cancels the run: torn down, logged, exit 143."""
+    import signal
+
+    before = sorted(p.name for p in ws.iterdir() if p.name != ".tether")
+    _, answer = hook(ws, tmp_path, bash_event(ws, "sleep 30"), "--sandbox", "--mode", "workspace")
+    proc = subprocess.Popen(
+        ["bash", "-c", rewritten(answer)],
+        cwd=ws,
+        env=shell_env(tmp_path),
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.name == "mise" for p in ws.iterdir()):
+        time.sleep(0.05)  # the run has pinned its placeholders: the sandbox is up
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "cancelled" in stderr
+    assert sorted(p.name for p in ws.iterdir() if p.name != ".tether") == before  # nothing left behind
+    log = [json.loads(line) for line in tether(ws, "log", "--json", home=tmp_path).stdout.splitlines()]
+    assert [e["input"]["command"] for e in log if e["tool"] == "bash_command"] == ["sleep 30"]
+
+
+def test_a_grant_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
+    for field, value in (
+        ("created", "x"),
+        ("timeout", "60"),
+        ("workspace", 5),
+        ("mode", "root"),
+        ("verdict", "yes"),
+    ):
+        data = {"command": "ls", "workspace": "/ws", "directory": ".", "mode": "read", "verdict": "allow"}
+        data.update(created=time.time(), timeout=120.0)
+        data[field] = value
+        grant_id = "ab" * 16
+        (tmp_path / f"{grant_id}.json").write_text(json.dumps(data))
+        with pytest.raises(_grants.GrantError, match="malformed"):
+            _grants.claim(grant_id, tmp_path)

@@ -81,9 +81,22 @@ def claim(grant_id: str, folder: Path | None = None, *, now: float | None = None
         raise GrantError(f"the grant could not be read ({exc})") from None
     finally:
         taken.unlink(missing_ok=True)
+    if not _well_formed(grant):
+        raise GrantError("the grant is malformed")
     if (now if now is not None else time.time()) - grant.created > GRANT_SECONDS:
         raise GrantError(f"the grant expired (older than {GRANT_SECONDS / 60:g} minutes)")
     return grant
+
+
+def _well_formed(grant: Grant) -> bool:
+    texts = (grant.command, grant.workspace, grant.directory, grant.mode, grant.verdict)
+    numbers = (grant.created, grant.timeout)
+    return (
+        all(isinstance(t, str) for t in texts)
+        and all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers)
+        and grant.mode in ("read", "command", "workspace")
+        and grant.verdict in ("allow", "ask")
+    )
 
 
 def _forget_expired(folder: Path, now: float) -> None:

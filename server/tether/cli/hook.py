@@ -237,6 +237,7 @@ def _bash(session: Session, command: str, cwd: Path | None, mode: str) -> dict[s
 LADDER = ("read", "command", "workspace")
 CLAUDE_CODE_BASH_TIMEOUT = 120.0
 """Seconds: Claude Code's Bash timeout when the call names none."""
+TIMEOUT_MARGIN = 3.0
 
 
 def _sandboxed_bash(
@@ -290,7 +291,9 @@ def _claude_code_timeout(milliseconds: object) -> float:
         else None
     )
     seconds = given / 1000 if given is not None and given > 0 else CLAUDE_CODE_BASH_TIMEOUT
-    return float(min(max(seconds, 1.0), MAX_COMMAND_TIMEOUT))
+    # A little under Claude Code's: Tether's clock starts later, and its own timeout ends the run
+    # cleanly (the output so far, an audit line) where Claude Code's would only send a signal.
+    return float(min(max(seconds - TIMEOUT_MARGIN, 1.0), MAX_COMMAND_TIMEOUT))
 
 
 def runner_command(grant_id: str, command: str) -> str:
@@ -328,13 +331,15 @@ def post_tool_use(session: Session, event: dict[str, Any]) -> None:
     failed = isinstance(response, dict) and (
         response.get("is_error") is True or response.get("interrupted") is True or bool(response.get("error"))
     )
-    session.gate.record_external(
+    recorded = session.gate.record_external(
         event["tool_name"],
         event["tool_input"],
         ok=not failed,
         result={"response": _trimmed(response), "toolUseId": event.get("tool_use_id")},
         source=SOURCE,
     )
+    for warning in recorded.warnings:  # a line that could not be written is said, not swallowed
+        print(f"tether: {warning}", file=sys.stderr)
 
 
 def _trimmed(value: Any, limit: int = 20_000) -> Any:
@@ -405,23 +410,49 @@ def _run_granted(args: argparse.Namespace) -> int:
     permissions = ",".join(LADDER[: LADDER.index(grant.mode) + 1]) if grant.mode in LADDER else "none"
     overrides = FaceOverrides(permissions=permissions, command_timeout=grant.timeout)
     session = open_session(Path(grant.workspace), overrides)
+    cancel, stopped_by = _stop_on_signals()
     result = session.gate.call(
         "bash_command",
         {"command": grant.command, "directory": grant.directory, "reason": "Claude Code's Bash"},
         source=SOURCE,
+        cancel=cancel,
         approver=_approved_in_claude_code(grant),
     )
     body = result.result
     sys.stdout.write(str(body.get("stdout") or ""))
     sys.stdout.flush()
     sys.stderr.write(str(body.get("stderr") or ""))
+    error = str(body.get("error") or "")
     if result.state == "denied" or result.dry_run or "exit_code" not in body:
         sys.stderr.write(f"tether: not run: {result.text.strip()}\n")
-    elif body.get("suggestion"):
-        sys.stderr.write(f"tether: {body['suggestion']}\n")
+    elif error and not error.startswith("command failed: exit code"):
+        sys.stderr.write(f"tether: {error}\n")  # a timeout, a cancel: the exit code alone hides it
+    if body.get("stdout_truncated") or body.get("stderr_truncated"):
+        sys.stderr.write(f"tether: the output was cut in the middle: {body.get('suggestion', '')}\n")
     for warning in result.warnings:
         sys.stderr.write(f"tether: {warning}\n")
+    if stopped_by:
+        return 128 + stopped_by[0]  # as a shell reports a command ended by that signal
     return exit_code(result) if not result.dry_run else 1
+
+
+def _stop_on_signals() -> tuple[threading.Event, list[int]]:
+    """Claude Code ends a command with SIGTERM (Esc, its own timeout). Turned into the gate's
+    cancel: the sandbox is torn down (no placeholder left in the workspace), the audit line written.
+    """
+    import signal
+    import threading
+
+    cancel = threading.Event()
+    stopped_by: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        stopped_by.append(signum)
+        cancel.set()
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, stop)
+    return cancel, stopped_by
 
 
 def _approved_in_claude_code(grant: Grant) -> Approver:

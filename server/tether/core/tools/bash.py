@@ -494,8 +494,17 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
             f"refused: the workspace's secret files could not be listed ({exc}), so they could not be "
             "hidden from the command; nothing ran"
         )
+    read_only = plan.permission == "read"
+    if not read_only:
+        # `.tether/` is protected: if missing, the run would pin a placeholder file there, and every
+        # other call's audit line would fail to be written while it runs. Made real first.
+        from tether.core.audit import state_dir
+
+        try:
+            state_dir(plan.workspace)
+        except OSError as exc:
+            return failure(f"refused: the workspace's .tether folder could not be made ({exc}); nothing ran")
     try:  # looked at again now, after any question: what another command changed meanwhile counts
-        read_only = plan.permission == "read"
         protected = _protected(plan.workspace, ctx.config, plan.git_state, read_only=read_only)
     except SandboxError as exc:
         return failure(f"{exc}; nothing ran")
