@@ -1,4 +1,5 @@
-"""Cold start benchmark: `tether check` and `tether hook claude-code` against `python3 -c pass`.
+"""Cold start benchmark: `tether check` and `tether hook claude-code` against `python3 -c pass`;
+and what `--sandbox` adds to one Claude Code Bash call (the hook, then `tether hook run`).
 
 Run: python tests/bench/bench_cold_start.py [--rounds N]
 A hook runs once per tool call of another agent, and `tether check` is what scripts call: both pay
@@ -45,6 +46,37 @@ def timed(argv: list[str], rounds: int, stdin: str = "", cwd: Path | None = None
     return statistics.median(samples)
 
 
+def sandboxed_call(ws: Path, command: str, rounds: int) -> tuple[float, float, float]:
+    """Medians of: the hook with `--sandbox`, the rewritten command it hands Claude Code (the runner:
+    session, secret listing, sandbox, audit line), and `command` run bare by bash, as without Tether."""
+    event = json.dumps(
+        {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "cwd": str(ws),
+        }
+    )
+    hooks, runs, bare = [], [], []
+    with tempfile.TemporaryDirectory(prefix="tether-bench-state-") as state:  # grants, outside ws
+        env = {**ENV, "XDG_STATE_HOME": state, "CLAUDE_PROJECT_DIR": str(ws)}
+        for _ in range(rounds):
+            start = time.perf_counter()
+            answer = subprocess.run(
+                [sys.executable, "-P", "-m", "tether", "hook", "claude-code", "--sandbox"],
+                input=event, capture_output=True, text=True, check=True, cwd=ws, env=env,
+            )  # fmt: skip
+            hooks.append(time.perf_counter() - start)
+            rewritten = json.loads(answer.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
+            start = time.perf_counter()
+            subprocess.run(["bash", "-c", rewritten], capture_output=True, check=False, cwd=ws, env=env)
+            runs.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            subprocess.run(["bash", "-c", command], capture_output=True, check=False, cwd=ws, env=env)
+            bare.append(time.perf_counter() - start)
+    return statistics.median(hooks), statistics.median(runs), statistics.median(bare)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
@@ -78,6 +110,14 @@ def main() -> None:
         print(
             f"floor (bash parser + the stdlib a CLI needs, one parse): median {floor * 1000:7.1f} ms   "
             f"ratio {floor / base:5.1f}x; tether check is {check / floor:4.1f}x the floor"
+        )
+        (ws / "src").mkdir()
+        (ws / "src" / "app.py").write_text("print(1)\n")
+        with_sandbox, runner, bare = sandboxed_call(ws, "ls src", args.rounds)
+        print(
+            f"hook --sandbox:           median {with_sandbox * 1000:7.1f} ms; then `tether hook run`: "
+            f"median {runner * 1000:7.1f} ms, for `ls src` that takes {bare * 1000:.1f} ms bare "
+            f"(+{(with_sandbox + runner - hook) * 1000:.0f} ms a call over the hook without --sandbox)"
         )
 
 
