@@ -337,3 +337,17 @@ def test_a_grant_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
         (tmp_path / f"{grant_id}.json").write_text(json.dumps(data))
         with pytest.raises(_grants.GrantError, match="malformed"):
             _grants.claim(grant_id, tmp_path)
+
+
+def test_an_ask_rule_on_a_read_only_command_is_asked_where_it_will_run(ws: Path, tmp_path: Path) -> None:
+    """Your rule asks about `git log`. The hook stopped at read mode's ask and granted read mode;
+    the runner, which climbs as the bash tool does, needed command mode and ran nothing. Both
+    now climb the one ladder (`policy.lowest_mode`)."""
+    config = tmp_path / "config" / "tether" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[[rules]]\npattern = ["git", "log"]\ndecision = "ask"\njustification = "history"\n')
+    _, answer = hook(ws, tmp_path, bash_event(ws, "git log --oneline -1"), "--sandbox")
+    assert decision(answer)[0] == "ask"
+    ran = bash(tmp_path, ws, rewritten(answer))
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().endswith(" initial"), ran.stdout

@@ -234,7 +234,6 @@ def _bash(session: Session, command: str, cwd: Path | None, mode: str) -> dict[s
     return _answer(decision["verdict"], decision, checkpointed=True)
 
 
-LADDER = ("read", "command", "workspace")
 CLAUDE_CODE_BASH_TIMEOUT = 120.0
 """Seconds: Claude Code's Bash timeout when the call names none."""
 TIMEOUT_MARGIN = 3.0
@@ -243,8 +242,9 @@ TIMEOUT_MARGIN = 3.0
 def _sandboxed_bash(
     session: Session, tool_input: dict[str, Any], command: str, cwd: Path | None, mode: str
 ) -> dict[str, Any]:
-    """Judge as the bash tool does (the lowest mode that allows or asks), then hand Claude Code a
-    rewritten command that runs this one through Tether's gate: sandbox, checkpoint, audit line.
+    """Judge as the bash tool will (the lowest mode, up to `mode`, that allows or asks), then hand
+    Claude Code a rewritten command that runs this one through Tether's gate: sandbox, checkpoint,
+    audit line.
 
     Nothing runs here: the runner takes the checkpoint, after Claude Code asked you (if it must).
     """
@@ -255,14 +255,10 @@ def _sandboxed_bash(
             f"Tether: Claude Code's shell is in {where}, outside the workspace {workspace}. Commands "
             "run in Tether's sandbox, which holds the workspace only: `cd` back into it first"
         )
-    decision: dict[str, Any] = {}
-    for level in LADDER[: LADDER.index(mode) + 1]:
-        decision = session.check_command(command, level, cwd=where)
-        if decision["verdict"] != "deny":
-            break
-    verdict = decision["verdict"]
-    if verdict == "deny":
+    level, decision = session.gate.lowest_mode(command, mode, cwd=where)
+    if level is None:
         return _answer("deny", decision)
+    verdict = decision["verdict"]
     from tether.cli._grants import Grant, issue
 
     directory = where.relative_to(workspace).as_posix()
@@ -406,9 +402,8 @@ def _run_granted(args: argparse.Namespace) -> int:
     if args.command is not None and args.command != grant.command:
         print("tether: not run: the grant is for another command", file=sys.stderr)
         return 126
-    # `workspace` grants read and command with it; the others climb the ladder up to the mode
-    permissions = ",".join(LADDER[: LADDER.index(grant.mode) + 1]) if grant.mode in LADDER else "none"
-    overrides = FaceOverrides(permissions=permissions, command_timeout=grant.timeout)
+    # the mode the hook judged it in, and no more (`command` and `workspace` include reading)
+    overrides = FaceOverrides(permissions=grant.mode, command_timeout=grant.timeout)
     session = open_session(Path(grant.workspace), overrides)
     cancel, stopped_by = _stop_on_signals()
     result = session.gate.call(

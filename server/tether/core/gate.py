@@ -41,9 +41,9 @@ from tether.core.approvals import (
 )
 from tether.core.config import EffectiveConfig
 from tether.core.permissions import Permission, Permissions, format_permissions
-from tether.core.policy import check_path, decide
+from tether.core.policy import Decision, check_path, decide, lowest_mode
 from tether.core.policy.ruleset import Rule, rule_for_segment
-from tether.core.policy.types import MODES
+from tether.core.policy.types import MODES, Mode
 from tether.errors import (
     CheckpointError,
     ConfigError,
@@ -304,6 +304,25 @@ class Gate:
         decision = decide(command, mode, self.workspace, self.config.policy, cwd=cwd)
         result: dict[str, Any] = decision.to_json()
         return result
+
+    def lowest_mode(
+        self, command: str, up_to: str = "workspace", *, cwd: Path | None = None
+    ) -> tuple[str | None, dict[str, Any]]:
+        """The mode `bash_command` would need for `command` (the lowest, up to `up_to`, that allows
+        it or asks about it) and the verdict there; None and `up_to`'s verdict when every mode up to
+        it denies. For a face that runs the command through the gate later (Claude Code's hook with
+        `--sandbox`): both climb the same ladder (`policy.lowest_mode`)."""
+        if up_to not in MODES:
+            raise ToolInputError(f"mode must be one of {', '.join(MODES)}, not {up_to!r}")
+
+        def judge(mode: Mode) -> Decision:
+            return decide(command, mode, self.workspace, self.config.policy, cwd=cwd)
+
+        settled = lowest_mode(judge, up_to)
+        if settled is None:
+            return None, judge(up_to).to_json()
+        decision, mode = settled
+        return mode, decision.to_json()
 
     def check_path(self, path: str, *, write: bool) -> dict[str, Any]:
         """The policy's verdict on reading or writing `path` (relative: to the workspace root), for

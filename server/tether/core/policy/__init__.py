@@ -18,7 +18,7 @@ processes or talks to the network; `tests/unit/test_imports.py` enforces it.
 
 from __future__ import annotations
 
-from tether.core.policy.decide import allowed_commands, decide, decide_argv
+from tether.core.policy.decide import allowed_commands, decide, decide_argv, lowest_mode
 from tether.core.policy.paths import PathCheck, check_path, is_protected, protected_write_paths
 from tether.core.policy.rules import RULES
 from tether.core.policy.settings import PolicySettings
@@ -38,5 +38,6 @@ __all__ = [
     "decide",
     "decide_argv",
     "is_protected",
+    "lowest_mode",
     "protected_write_paths",
 ]

@@ -16,7 +16,7 @@ import itertools
 import os
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -64,6 +64,21 @@ def decide(
             mode,
             settings,
         )
+
+
+def lowest_mode(judge: Callable[[Mode], Decision], up_to: Mode = "workspace") -> tuple[Decision, Mode] | None:
+    """The lowest mode, up to `up_to`, whose decision settles whether a command runs, with that
+    decision: an allow in any mode, or an ask above read mode; None when no mode up to `up_to` does.
+
+    Why a read-mode ask climbs on: read mode runs nothing that could need a person, so the question
+    is asked at the mode the command will run in. The bash tool and Claude Code's hook with
+    `--sandbox` both climb this way: the hook's grant then names the mode the runner needs.
+    """
+    for mode in MODES[: MODES.index(up_to) + 1]:
+        decision = judge(mode)
+        if decision.allowed or (mode != "read" and decision.verdict == "ask"):
+            return decision, mode
+    return None
 
 
 def decide_argv(

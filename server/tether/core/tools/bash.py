@@ -25,7 +25,7 @@ from typing import Any
 from tether.core.approvals import ApprovalNeed, AskedSegment
 from tether.core.config import EffectiveConfig, Transform
 from tether.core.permissions import Permission
-from tether.core.policy import Decision, decide, decide_argv, protected_write_paths
+from tether.core.policy import Decision, Mode, decide, decide_argv, lowest_mode, protected_write_paths
 from tether.core.policy.asks import ask_for
 from tether.core.sandbox.base import Runner, RunRequest, RunResult
 from tether.core.sandbox.env import path_links_in_workspace, sandbox_env
@@ -251,21 +251,21 @@ def _decide(
     `cwd` is where the command will run: relative paths are judged from there.
     """
     settings = config.policy
+    judged: dict[Mode, Decision] = {}
 
-    def run(mode: Any) -> Decision:
-        if args is not None:
-            return decide_argv([command, *args], mode, ws, settings, cwd=cwd)
-        return decide(command, mode, ws, settings, cwd=cwd)
+    def run(mode: Mode) -> Decision:
+        if mode not in judged:
+            judged[mode] = (
+                decide_argv([command, *args], mode, ws, settings, cwd=cwd)
+                if args is not None
+                else decide(command, mode, ws, settings, cwd=cwd)
+            )
+        return judged[mode]
 
-    as_read = run("read")
-    if as_read.allowed:
-        return as_read, "read"
+    settled = lowest_mode(run)
+    if settled is not None:
+        return settled
     as_command = run("command")
-    if as_command.allowed or as_command.verdict == "ask":
-        return as_command, "command"
-    as_workspace = run("workspace")
-    if as_workspace.allowed or as_workspace.verdict == "ask":
-        return as_workspace, "workspace"
     payload = as_command.error_payload()
     raise PolicyDenied(str(payload["error"]), decision=as_command)
 
