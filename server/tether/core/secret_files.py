@@ -66,34 +66,32 @@ def secrets_a_search_reads(
     """The secret files a ripgrep search of `folder` would read, the way Claude Code's Grep runs
     ripgrep (`--hidden --no-follow --glob !.git`, then the search's own globs and type): git-ignored
     files are skipped, hidden ones read, and a glob of the search can reach into an ignored folder.
-    Nothing hides them from a search Tether does not run, so the caller refuses it. Without
-    ripgrep, a walk that ignores nothing stands in (it finds more, never less). OSError when a
+    Nothing hides them from a search Tether does not run, so the caller refuses it. OSError when a
     listing fails or takes too long: a search not checked is not allowed.
 
-    Two listings: ripgrep first lists every secret-named file, ignored or not (its globs, as for the
-    sandbox's masks); only when there are some, a second listing made as the search makes it says
-    which of them it would reach. Matching every listed name in Python instead cost a second on
-    20,000 files. With `RIPGREP_CONFIG_PATH` set, a ripgrep that reads it may reach more: what
-    either reaches counts.
+    Two listings: first the sandbox masks' own (every secret-named file, ignored or not); only when
+    it finds some, a second listing made as the search makes it says which of them it would reach.
+    Matching every listed name in Python instead cost a second on 20,000 files. With
+    `RIPGREP_CONFIG_PATH` set, a ripgrep that reads it may reach more: what either reaches counts.
+    Without ripgrep, or when its listing fails, a walk that ignores nothing stands in.
     """
     from tether.core.tools.grep import find_rg
 
     root = Path(os.path.realpath(folder))
     if root.is_file():  # a search of one file reads that file (a link: what it points at)
         return [root] if secret_pattern(root.name, settings) is not None else []
+    ripgrep = _start_ripgrep(root, settings, frozenset())  # the masks' listing, nothing skipped
+    everything = _ripgrep_found(ripgrep) if ripgrep is not None else None
     rg = find_rg()
-    if rg is None:
+    if everything is None or rg is None:
         found, unreadable = _with_walk(root, settings, set())
         if unreadable:
             raise OSError(f"{unreadable[0]} cannot be listed")
         return [root / rel for rel in found]
-    listing = [rg, "--files", "--hidden", "--no-follow", "--no-messages", "--null"]
-    named = [arg for glob in secret_globs(settings) for arg in ("--iglob", glob)]
-    everything = _listed([*listing, "--no-config", "--no-ignore", *named], root)
     candidates = [rel for rel in everything if secret_pattern(rel, settings) is not None]
     if not candidates:
         return []
-    as_searched = [*listing, "--glob", "!.git"]
+    as_searched = [rg, "--files", "--hidden", "--no-follow", "--no-messages", "--null", "--glob", "!.git"]
     as_searched += [arg for glob in globs for arg in ("--glob", glob)]
     as_searched += [arg for name in types for arg in ("--type", name)]
     reached = set(_listed([*as_searched, "--no-config"], root))
@@ -109,7 +107,12 @@ def _listed(argv: list[str], root: Path) -> list[str]:
         raise OSError(f"listing {root} took longer than {SEARCH_LIST_TIMEOUT:g} s") from None
     if done.returncode not in (0, 1):  # 1: no file at all
         raise OSError(done.stderr.decode("utf-8", "replace").strip() or f"ripgrep failed in {root}")
-    return [p.removeprefix("./") for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    return _paths(done.stdout)
+
+
+def _paths(listed: bytes) -> list[str]:
+    """ripgrep's `--files --null` output as relative paths."""
+    return [p.removeprefix("./") for p in listed.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
 def _outermost(paths: Iterable[Path]) -> tuple[Path, ...]:
@@ -224,7 +227,7 @@ def _ripgrep_found(proc: subprocess.Popen[bytes]) -> list[str] | None:
         return None
     if proc.returncode not in (0, 1):  # 1: no file matched
         return None
-    return [p.removeprefix("./") for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+    return _paths(out)
 
 
 def _with_walk(
