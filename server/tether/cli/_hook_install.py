@@ -32,14 +32,14 @@ def hooks_block(command: str) -> dict[str, Any]:
     }
 
 
-def _hook_command(args: argparse.Namespace | None = None) -> str:
+def _hook_command(args: argparse.Namespace) -> str:
     found = shutil.which("tether")
     # -P: Claude Code starts the hook in the project; the project's `tether/` must not stand in for it
     program = found if found is not None else f"{shlex.quote(sys.executable)} -P -m tether"
     command = f"{program} hook claude-code"
-    if args is not None and args.mode != "command":
+    if args.mode != "command":
         command += f" --mode {args.mode}"
-    if args is not None and args.sandbox:
+    if args.sandbox:
         command += " --sandbox"
     return command
 
@@ -84,17 +84,10 @@ def installed_hook(settings_path: Path | None = None) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     hooks = settings.get("hooks") if isinstance(settings, dict) else None
-    groups = hooks.get("PreToolUse") if isinstance(hooks, dict) else None
-    commands = [
-        hook["command"]
-        for group in (groups if isinstance(groups, list) else [])
-        if isinstance(group, dict) and isinstance(group.get("hooks"), list)
-        for hook in group["hooks"]
-        if isinstance(hook, dict) and _TETHER_HOOK.search(str(hook.get("command", "")))
-    ]
-    if not commands:
+    found = _tether_hooks(hooks.get("PreToolUse") if isinstance(hooks, dict) else None)
+    if not found:
         return None
-    command = str(commands[0])
+    command = str(found[0][1]["command"])
     words = command.split()
     problem = None
     if "-m" in words and "-P" not in words:
@@ -126,13 +119,7 @@ def merge_settings(path: Path, block: dict[str, Any]) -> tuple[dict[str, Any], l
         if not isinstance(existing, list):
             raise ValueError(f"`hooks.{event}` is not a list")
         ours = entries[0]["hooks"][0]["command"]
-        installed = [
-            (group, hook)
-            for group in existing
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
-            for hook in group["hooks"]
-            if isinstance(hook, dict) and _same_hook(hook.get("command"), ours)
-        ]
+        installed = _tether_hooks(existing)
         if not installed:
             existing.extend(entries)
             added.append(event)
@@ -150,10 +137,17 @@ def merge_settings(path: Path, block: dict[str, Any]) -> tuple[dict[str, Any], l
 _TETHER_HOOK = re.compile(r"(?:^|[\s/])tether hook claude-code(?:\s|$)")
 
 
-def _same_hook(command: object, ours: str) -> bool:
-    """A Tether hook, whatever its options or the Python it names (an older install's `python -m
-    tether`): two would answer each Bash call differently, so the one found is brought up to date."""
-    return isinstance(command, str) and (command == ours or _TETHER_HOOK.search(command) is not None)
+def _tether_hooks(groups: object) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The Tether hooks among an event's hook groups, with their group: whatever their options or
+    the Python they name (an older install's `python -m tether`). Two would answer each Bash call
+    differently, so an install brings the one found up to date rather than adding another."""
+    return [
+        (group, hook)
+        for group in (groups if isinstance(groups, list) else [])
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+        for hook in group["hooks"]
+        if isinstance(hook, dict) and _TETHER_HOOK.search(str(hook.get("command", ""))) is not None
+    ]
 
 
 def _atomic_write(path: Path, text: str) -> None:
