@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tether.core.approvals import ApprovalNeed, AskedSegment
 from tether.core.config import EffectiveConfig, Transform
@@ -366,19 +366,21 @@ def package_caches(decision: Decision) -> tuple[tuple[str, str], ...]:
 NODE_INSTALLERS = frozenset({"npm", "yarn", "pnpm", "bun"})
 
 
-def _node_install(argv: Sequence[str]) -> bool:
-    found = ask_for(argv) if argv and argv[0] in NODE_INSTALLERS else None
-    return found is not None and found.rule == "ask.package_install"
-
-
-def installs_node_packages(decision: Decision) -> bool:
-    """Whether the command is Node package installs and nothing else (`npm ci`, `pnpm add x`, …):
-    the only commands that may write `node_modules/.bin`, since that is what installing means
-    there. Not `npm ci && python3 x.py`: an "Always allow `npm install`" is no rule for the rest,
-    which could plant a program there."""
-    installs = [_node_install(s.argv) for s in decision.segments]
+def node_installs(decision: Decision) -> Literal["only", "mixed", "none"]:
+    """Whether the command is Node package installs (`npm ci`, `pnpm add x`, …) and nothing else but
+    a `cd` ("only"), installs and more ("mixed"), or no install at all. Only the first may write
+    `node_modules/.bin`, since that is what installing means there. Not `npm ci && python3 x.py`:
+    an "Always allow `npm install`" is no rule for the rest, which could plant a program there."""
+    installs = [
+        argv[0] in NODE_INSTALLERS
+        and (found := ask_for(argv)) is not None
+        and found.rule == "ask.package_install"
+        for argv in (segment.argv for segment in decision.segments)
+    ]
+    if not any(installs):
+        return "none"
     others = [s.argv for s, install in zip(decision.segments, installs, strict=True) if not install]
-    return any(installs) and all(argv[:1] == ("cd",) for argv in others)  # `cd web && npm ci` too
+    return "only" if all(argv[:1] == ("cd",) for argv in others) else "mixed"
 
 
 NODE_BIN_NOTE = (
@@ -508,13 +510,12 @@ def execute(ctx: ToolContext, plan: Plan) -> ToolOutcome:
         protected = _protected(plan.workspace, ctx.config, plan.git_state, read_only=read_only)
     except SandboxError as exc:
         return failure(f"{exc}; nothing ran")
-    note = None
-    if installs_node_packages(plan.decision):
+    installs = node_installs(plan.decision)
+    if installs == "only":
         # `npm install`, allowed or approved as such, writes `node_modules/.bin`: its links are how
         # packages ship their programs. Kept read-only it cannot create `node_modules` at all.
         protected = tuple(p for p in protected if p != plan.workspace / "node_modules" / ".bin")
-    elif any(_node_install(segment.argv) for segment in plan.decision.segments):
-        note = NODE_BIN_NOTE
+    note = NODE_BIN_NOTE if installs == "mixed" else None
     plan = replace(plan, masked=masked, protected=protected)
     if ctx.not_checkpointed:  # what rollback could not restore, the command cannot change
         # but a symlink (a `.gitmodules` link git cannot store) the sandbox cannot hold in place:
