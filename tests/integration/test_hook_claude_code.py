@@ -33,29 +33,25 @@ def event(ws: Path, name: str, tool: str, tool_input: dict[str, Any], **extra: A
     }
 
 
-def hook(ws: Path, home: Path, payload: Any, *args: str) -> tuple[subprocess.CompletedProcess[str], Any]:
-    raw = payload if isinstance(payload, str) else json.dumps(payload)
+def shell_env(home: Path) -> dict[str, str]:
+    """Claude Code's environment (its shell's, and its hooks'), with Tether's state under `home`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
     env.update(
         XDG_STATE_HOME=str(home / "state"),
         XDG_CONFIG_HOME=str(home / "config"),
         TETHER_MANAGED_CONFIG=str(home / "managed.toml"),
-        CLAUDE_PROJECT_DIR=str(ws),
     )
+    return env
+
+
+def hook(ws: Path, home: Path, payload: Any, *args: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    raw = payload if isinstance(payload, str) else json.dumps(payload)
     done = subprocess.run(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "tether",
-            "hook",
-            "claude-code",
-            *args,
-        ],  # as installed: see _hook_command,
+        [sys.executable, "-P", "-m", "tether", "hook", "claude-code", *args],  # -P: as installed
         input=raw,
         capture_output=True,
         text=True,
-        env=env,
+        env={**shell_env(home), "CLAUDE_PROJECT_DIR": str(ws)},
         timeout=120,
         check=False,
         cwd=ws,

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from _checkpoint_support import init_repo, tether
+from test_hook_claude_code import shell_env
 
 from tether.agent.fakeapi.script import parse_script
 from tether.agent.fakeapi.server import FakeAnthropicServer
@@ -68,13 +69,7 @@ def _installed(tmp_path: Path, *options: str) -> dict[str, str]:
     """Claude Code's environment, with Tether's hooks in its user settings (HOME is a temp dir)."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
-    env.update(
-        HOME=str(home),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        TETHER_MANAGED_CONFIG=str(tmp_path / "managed.toml"),
-    )
+    env = {**shell_env(tmp_path), "HOME": str(home)}
     installed = subprocess.run(
         [sys.executable, "-m", "tether", "hook", "install", "claude-code", *options, "--write"],
         env=env,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from _checkpoint_support import init_repo, tether
-from test_hook_claude_code import decision, event, hook
+from test_hook_claude_code import decision, event, hook, shell_env
 
 from tether.cli import _grants
 
@@ -31,17 +31,6 @@ def ws(tmp_path: Path) -> Path:
     )
     (repo / ".env").write_text(f"API_KEY={SECRET}\n")
     return repo
-
-
-def shell_env(home: Path) -> dict[str, str]:
-    """Claude Code's shell environment, with the hook's Tether state."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "ANTHROPIC_"))}
-    env.update(
-        XDG_STATE_HOME=str(home / "state"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        TETHER_MANAGED_CONFIG=str(home / "managed.toml"),
-    )
-    return env
 
 
 def bash(home: Path, ws: Path, command: str) -> subprocess.CompletedProcess[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 from tether.core.sandbox.base import RunRequest
@@ -14,6 +15,7 @@ from tether.core.sandbox.env import (
     request_env,
     sandbox_env,
 )
+from tether.core.sandbox.none import NoSandboxRunner
 
 
 def _pairs(env: dict[str, str]) -> dict[str, str]:
@@ -178,10 +180,6 @@ def test_package_caches_go_to_the_commands_scratch_space_and_nowhere_without_one
     assert request_env(request)["npm_config_cache"] == "/tmp/npm-cache"  # a private /tmp (bwrap)
     assert request_env(request, scratch="/run/x")["npm_config_cache"] == "/run/x/npm-cache"
     assert "npm_config_cache" not in request_env(request, scratch=None)
-    from dataclasses import replace
-
-    from tether.core.sandbox.none import NoSandboxRunner
-
     shown = NoSandboxRunner().run(replace(request, argv=("sh", "-c", "echo ${npm_config_cache:-unset}")))
     assert shown.stdout.strip() == "unset"
 
